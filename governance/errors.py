@@ -1,0 +1,56 @@
+"""The one error hierarchy. Every user-facing failure is a CapsuleError with a
+stable ``code``; ``governance.cli`` is the only place that turns them into exit
+codes and output."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+# Exit codes are part of the public contract (README, --help, docs/format.md).
+EXIT_OK = 0
+EXIT_DRIFT = 1
+EXIT_USAGE = 2
+EXIT_SOURCE = 3
+EXIT_BUDGET = 4
+
+
+class CapsuleError(Exception):
+    """Base error: a stable machine ``code``, a human message, JSON details."""
+
+    default_code: ClassVar[str] = "error"
+    exit_code: ClassVar[int] = EXIT_USAGE
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, **self.details}}
+
+
+class UsageError(CapsuleError):
+    """Bad command line, bad revision, not a repository."""
+
+    default_code = "usage"
+
+
+class MalformedInput(CapsuleError):
+    """A packet, policy or capsule that does not parse or fails its schema."""
+
+    default_code = "malformed_input"
+
+
+class SourceError(CapsuleError):
+    """A source or selector failed closed: nothing is emitted."""
+
+    default_code = "source_error"
+    exit_code = EXIT_SOURCE
+
+
+class BudgetError(CapsuleError):
+    """The capsule would not fit the token budget."""
+
+    default_code = "over_budget"
+    exit_code = EXIT_BUDGET
