@@ -1,0 +1,86 @@
+"""``capsule build``: compile a packet into a capsule at an exact commit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from governance.cli import EXIT_CODES, add_json_flag
+
+HELP = "compile a packet into a canonical context capsule"
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "build",
+        help=HELP,
+        description=(
+            "Compile PACKET (packets/<ID>/packet.yml) at an exact commit into one canonical "
+            "JSON capsule: the packet and its context.md whole, every required read's exact "
+            "bytes, their commit and SHA-256 hashes, and the policy in force. The budget is "
+            "checked before anything is written. Prints the capsule on stdout and a summary "
+            "on stderr."
+        ),
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("packet", metavar="PACKET", help="path to packets/<ID>/packet.yml")
+    parser.add_argument(
+        "--at",
+        metavar="REV",
+        default="HEAD",
+        help=(
+            "commit to build at: HEAD (default), a full commit id or a unique hex prefix "
+            "(>= 4). At HEAD every source must also be clean in the working tree. Branch "
+            "names, tags and rev expressions are refused."
+        ),
+    )
+    parser.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="write the capsule to FILE atomically instead of stdout",
+    )
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from governance.builder import build_capsule
+    from governance.output import print_json, write_atomic
+    from governance.paths import repo_relative
+    from governance.snapshot import Snapshot, open_repository
+
+    repo = open_repository()
+    packet_path = repo_relative(repo, args.packet)
+    built = build_capsule(Snapshot.at(repo, args.at), packet_path)
+    summary = {
+        "id": built.packet.id,
+        "commit": built.document["commit"],
+        "sha256": built.sha256,
+        "reads": len(built.excerpts),
+        "bytes": len(built.data),
+        "estimated_tokens": built.estimated_tokens,
+        "target_tokens": built.limits.target_tokens,
+        "hard_limit_tokens": built.limits.hard_limit_tokens,
+        "reserve_tokens": built.limits.reserve_tokens,
+        "output": args.output,
+    }
+    if args.output:
+        write_atomic(args.output, built.data)
+        if args.json:
+            print_json(summary)
+    else:
+        sys.stdout.buffer.write(built.data)
+        sys.stdout.flush()
+    print(
+        f"capsule: built {built.packet.id} at {built.document['commit'][:12]}: "
+        f"{len(built.excerpts)} reads, {len(built.data):,} bytes, "
+        f"{built.estimated_tokens:,} estimated tokens of {built.limits.target_tokens:,} "
+        f"(target from {built.limits.target_source}; hard limit "
+        f"{built.limits.hard_limit_tokens:,} with reserve {built.limits.reserve_tokens:,})"
+        + (f" -> {args.output}" if args.output else ""),
+        file=sys.stderr,
+    )
+    return 0

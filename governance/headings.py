@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from governance.slug import github_slug
+
+
+@dataclass(frozen=True)
+class Heading:
+    line: int
+    end_line: int
+    level: int
+    text: str
+    slug: str
+
+
+@dataclass(frozen=True)
+class Section:
+    heading: Heading
+    first_line: int
+    last_line: int
+
+
+# The same three line ends markdown-it normalises (\r\n, \r, \n), so byte line numbers
+# and markdown-it's token maps agree. Deliberately not str.splitlines / bytes.splitlines:
+# those also split on \v, \f, \x1c-\x1e, \x85 and U+2028/9, which markdown-it treats as text.
+_LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+_LINE_TEXT = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+_FRONT_MATTER_OPEN = re.compile(r"---[ \t]*")
+_FRONT_MATTER_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
+
+
+@cache
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table").enable("strikethrough")
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    return _LINE_BYTES.findall(data)
+
+
+def line_count(data: bytes) -> int:
+    return len(_LINE_BYTES.findall(data))
+
+
+def _blank_front_matter(text: str) -> str:
+    lines = _LINE_TEXT.findall(text)
+    if not lines or not _FRONT_MATTER_OPEN.fullmatch(_body(lines[0])):
+        return text
+    for index in range(1, len(lines)):
+        if _FRONT_MATTER_CLOSE.fullmatch(_body(lines[index])):
+            # Keep each line end so markdown-it still numbers the following lines the same.
+            blanked = [line[len(_body(line)) :] for line in lines[: index + 1]]
+            return "".join(blanked + lines[index + 1 :])
+    return text
+
+
+def _body(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
+def _render(children: Sequence[Token]) -> str:
+    # Mirrors the textContent of GitHub's rendered <hN>, which is what its anchor is made from.
+    # Soft and hard breaks are a newline in that HTML (cmark-gfm emits "\n" and "<br />\n"),
+    # so a multi-line setext heading keeps "\n" here and github_slug then deletes it as a
+    # control character: "Title\nline2" -> "titleline2", never "title-line2".
+    # Images contribute nothing: textContent ignores alt attributes.
+    parts: list[str] = []
+    for token in children:
+        if token.type in ("text", "text_special", "code_inline"):
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+    return "".join(parts)
+
+
+def parse_headings(text: str) -> list[Heading]:
+    # GitHub drops a leading byte order mark; markdown-it would make it part of line 1.
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    tokens = _parser().parse(_blank_front_matter(text))
+    headings: list[Heading] = []
+    for index, token in enumerate(tokens):
+        if token.type != "heading_open" or token.map is None:
+            continue
+        inline = tokens[index + 1]
+        # Not stripped: markdown-it already trims the source, so edge whitespace only comes
+        # from markup such as a leading image, and GitHub keeps it (`# ![x](y) Title` -> "-title").
+        rendered = _render(inline.children or [])
+        start, end = token.map
+        headings.append(
+            Heading(
+                line=start + 1,
+                end_line=end,
+                level=int(token.tag[1]),
+                text=rendered,
+                slug=github_slug(rendered),
+            )
+        )
+    return headings
+
+
+def sections_for_slug(headings: list[Heading], total_lines: int, slug: str) -> list[Section]:
+    sections: list[Section] = []
+    for index, heading in enumerate(headings):
+        if heading.slug != slug:
+            continue
+        last_line = total_lines
+        for later in headings[index + 1 :]:
+            if later.level <= heading.level:
+                last_line = later.line - 1
+                break
+        sections.append(Section(heading=heading, first_line=heading.line, last_line=last_line))
+    return sections

@@ -1,0 +1,50 @@
+"""Locators (``path`` or ``path#heading-slug``) and the path-safety rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from governance.errors import SourceError
+
+
+@dataclass(frozen=True)
+class Selector:
+    locator: str
+    path: str
+    slug: str | None
+
+
+def check_path(path: str, *, locator: str | None = None) -> str:
+    """Refuse any path that is not a plain, normalised, repository-relative POSIX path."""
+    shown = locator if locator is not None else path
+
+    def unsafe(why: str) -> SourceError:
+        return SourceError(f"{shown}: unsafe path: {why}", code="unsafe_path", locator=shown)
+
+    if not path:
+        raise unsafe("empty")
+    if "\x00" in path:
+        raise unsafe("contains NUL")
+    if "\\" in path:
+        raise unsafe("contains a backslash")
+    if path.startswith("/"):
+        raise unsafe("absolute")
+    for part in path.split("/"):
+        if part == "":
+            raise unsafe("empty component (double or trailing slash)")
+        if part in (".", ".."):
+            raise unsafe(f"'{part}' component")
+        # Case-insensitive: .GIT is .git on the file systems most people use.
+        if part.lower() == ".git":
+            raise unsafe("'.git' component")
+    return path
+
+
+def parse_locator(locator: str) -> Selector:
+    path, hash_, slug = locator.partition("#")
+    if hash_ and not slug:
+        raise SourceError(
+            f"{locator}: empty heading slug after '#'", code="invalid_locator", locator=locator
+        )
+    check_path(path, locator=locator)
+    return Selector(locator=locator, path=path, slug=slug if hash_ else None)

@@ -1,0 +1,183 @@
+"""Reading a capsule file back: the pre-checks every consumer runs before it
+reads a single source (verify, replay, audit, the records hook).
+
+Readers are registered by ``schema``. The capsule/1 reader is kept for the life
+of the format; a capsule/2 adds its own reader here and an explicit migration
+(see docs/format.md), never a silent reinterpretation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from governance import canonical
+from governance.budget import Limits, estimate_tokens
+from governance.capsule import SCHEMA_V1, TRUST_V1
+from governance.errors import MalformedInput
+from governance.hashing import sha256_hex
+from governance.packet import CONTEXT_FILE, PACKET_FILE
+
+
+@dataclass(frozen=True)
+class CapsuleFile:
+    data: bytes
+    document: dict[str, Any]
+
+    @property
+    def schema(self) -> str:
+        return str(self.document["schema"])
+
+    @property
+    def sha256(self) -> str:
+        return sha256_hex(self.data)
+
+    @property
+    def commit(self) -> str:
+        return str(self.document["commit"])
+
+
+def _corrupt(message: str, **details: Any) -> MalformedInput:
+    return MalformedInput(f"capsule is corrupt: {message}", code="capsule_corrupt", **details)
+
+
+def _object_id(data: bytes, like: str) -> str:
+    # Same object format as the recorded id: SHA-1 (40 hex) or SHA-256 (64 hex).
+    algorithm = hashlib.sha256 if len(like) == 64 else hashlib.sha1
+    return algorithm(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+def _line_span(text: bytes) -> int:
+    from governance.headings import line_count
+
+    return line_count(text)
+
+
+def _check_whole(part: dict[str, Any], name: str) -> None:
+    data = part["text"].encode("utf-8")
+    if sha256_hex(data) != part["sha256"]:
+        raise _corrupt(f"{name}.sha256 does not match {name}.text", field=f"{name}.sha256")
+    if _object_id(data, part["blob"]) != part["blob"]:
+        raise _corrupt(f"{name}.blob does not match {name}.text", field=f"{name}.blob")
+
+
+def _check_read(read: dict[str, Any], index: int) -> None:
+    name = f"reads[{index}]"
+    data = read["text"].encode("utf-8")
+    if sha256_hex(data) != read["selected_sha256"]:
+        raise _corrupt(
+            f"{name}.selected_sha256 does not match {name}.text", field=f"{name}.selected_sha256"
+        )
+    path, _, slug = read["locator"].partition("#")
+    if path != read["path"]:
+        raise _corrupt(f"{name}.path does not match its locator", field=f"{name}.path")
+    first, last = read["lines"]
+    heading = read["heading"]
+    if heading is None:
+        if slug or "#" in read["locator"]:
+            raise _corrupt(f"{name} has a heading locator but no heading", field=f"{name}.heading")
+        if read["source_sha256"] != read["selected_sha256"]:
+            raise _corrupt(
+                f"{name} reads a whole file but source_sha256 differs from selected_sha256",
+                field=f"{name}.source_sha256",
+            )
+        if _object_id(data, read["blob"]) != read["blob"]:
+            raise _corrupt(f"{name}.blob does not match {name}.text", field=f"{name}.blob")
+        if first != 1:
+            raise _corrupt(f"{name}.lines of a whole file must start at 1", field=f"{name}.lines")
+    elif heading["slug"] != slug:
+        raise _corrupt(f"{name}.heading.slug does not match its locator", field=f"{name}.heading")
+    if last - first + 1 != _line_span(data):
+        raise _corrupt(
+            f"{name}.lines does not match the lines of {name}.text", field=f"{name}.lines"
+        )
+
+
+def _read_v1(data: bytes, document: dict[str, Any]) -> CapsuleFile:
+    from governance.schema import validate
+
+    # 1. Shape: the closed capsule/1 schema.
+    validate(document, "capsule-1", what="capsule", code="capsule_malformed")
+    # 2. Bytes: exactly the canonical serialisation of what they parse to.
+    if canonical.dumps(document) != data:
+        raise MalformedInput(
+            "capsule is not canonical JSON (keys sorted, no whitespace, UTF-8, one final LF); "
+            "it was edited or re-serialised after it was built",
+            code="non_canonical",
+        )
+    # 3. Internal consistency: every hash covers the bytes it claims to.
+    if document["trust"] != TRUST_V1:
+        raise _corrupt("the trust statement is not capsule/1's", field="trust")
+    packet_path = document["packet"]["path"]
+    folder = posixpath.dirname(packet_path)
+    if (
+        posixpath.basename(packet_path) != PACKET_FILE
+        or posixpath.basename(folder) != document["id"]
+    ):
+        raise _corrupt("packet.path does not match the packet id", field="packet.path")
+    if document["context"]["path"] != posixpath.join(folder, CONTEXT_FILE):
+        raise _corrupt("context.path is not beside the packet", field="context.path")
+    _check_whole(document["packet"], "packet")
+    _check_whole(document["context"], "context")
+    for index, read in enumerate(document["reads"]):
+        _check_read(read, index)
+    policy = document["policy"]
+    if len(document["reads"]) > policy["max_required_reads"]:
+        raise _corrupt("more reads than the policy's max_required_reads", field="reads")
+    # 4. Budget: the numbers describe this very file and fit its limits.
+    budget = document["budget"]
+    for key in ("hard_limit_tokens", "reserve_tokens", "estimator"):
+        if budget[key] != policy[key]:
+            raise _corrupt(f"budget.{key} differs from policy.{key}", field=f"budget.{key}")
+    if budget["target_source"] == "policy" and budget["target_tokens"] != policy["target_tokens"]:
+        raise _corrupt("budget.target_tokens differs from policy.target_tokens", field="budget")
+    if budget["bytes"] != len(data):
+        raise _corrupt(
+            f"budget.bytes is {budget['bytes']} but the file has {len(data)} bytes",
+            field="budget.bytes",
+        )
+    if budget["estimated_tokens"] != estimate_tokens(len(data)):
+        raise _corrupt("budget.estimated_tokens is not ceil(bytes / 3)", field="budget")
+    limits = Limits(
+        budget["target_tokens"],
+        budget["target_source"],
+        budget["hard_limit_tokens"],
+        budget["reserve_tokens"],
+    )
+    if not limits.fits(budget["estimated_tokens"]):
+        raise _corrupt("the capsule does not fit its own budget", field="budget")
+    return CapsuleFile(data=data, document=document)
+
+
+READERS: dict[str, Callable[[bytes, dict[str, Any]], CapsuleFile]] = {SCHEMA_V1: _read_v1}
+
+
+def read_capsule(data: bytes) -> CapsuleFile:
+    """Parse, check the schema version, shape, canonical bytes and consistency."""
+    document = canonical.loads(data, what="capsule")
+    if not isinstance(document, dict):
+        raise MalformedInput("capsule is not a JSON object", code="capsule_malformed")
+    schema = document.get("schema")
+    reader = READERS.get(schema) if isinstance(schema, str) else None
+    if reader is None:
+        known = ", ".join(sorted(READERS))
+        raise MalformedInput(
+            f"unsupported capsule schema {schema!r} (this version reads: {known})",
+            code="unsupported_schema",
+            schema=schema if isinstance(schema, str) else None,
+        )
+    return reader(data, document)
+
+
+def read_capsule_file(path: str) -> CapsuleFile:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise MalformedInput(
+            f"{path}: cannot read capsule: {exc.strerror}", code="capsule_unreadable"
+        ) from None
+    return read_capsule(data)

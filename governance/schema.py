@@ -1,0 +1,59 @@
+"""JSON Schema validation for every shipped schema (``governance/schemas``)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+from governance.errors import CapsuleError, MalformedInput
+
+
+@functools.cache
+def load_schema(name: str) -> dict[str, Any]:
+    text = resources.files("governance").joinpath("schemas", f"{name}.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    # jsonschema costs ~90 ms to import: only pay for it when validating.
+    import jsonschema
+
+    schema = load_schema(name)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _where(path: Any) -> str:
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def validate(
+    instance: Any,
+    name: str,
+    *,
+    what: str,
+    code: str,
+    error: type[CapsuleError] = MalformedInput,
+) -> None:
+    """Raise ``error`` naming the first (best) schema violation, with its JSON path."""
+    import jsonschema.exceptions
+
+    errors = list(_validator(name).iter_errors(instance))
+    if not errors:
+        return
+    best = jsonschema.exceptions.best_match(errors)
+    where = _where(best.absolute_path)
+    raise error(
+        f"{what}: {where}: {best.message}",
+        code=code,
+        where=where,
+        violations=len(errors),
+    )

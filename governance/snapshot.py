@@ -1,0 +1,205 @@
+"""Every git read goes through here: open a repository, pin an exact commit,
+and read blobs by path with the fail-closed source rules.
+
+Bytes are raw blob bytes from the object database: no checkout, no
+smudge/clean/textconv filters, no hooks. The working tree is only ever read to
+compare it with the commit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+
+from governance.errors import SourceError, UsageError
+from governance.locator import check_path
+
+MODE_FILE = 0o100644
+MODE_EXEC = 0o100755
+MODE_LINK = 0o120000
+MODE_GITLINK = 0o160000
+MODE_TREE = 0o040000
+
+_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,64}")
+_CHUNK = 1 << 20
+
+
+def open_repository(start: str | os.PathLike[str] | None = None) -> pygit2.Repository:
+    where = os.fspath(start) if start is not None else os.getcwd()
+    found = pygit2.discover_repository(where)
+    if found is None:
+        raise UsageError(f"{where}: not inside a git repository", code="not_a_repository")
+    return pygit2.Repository(found)
+
+
+def resolve_commit(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
+    """``HEAD``, a full commit id or a unique hex prefix (>= 4); nothing else.
+
+    Branches, tags and rev expressions move; a capsule must name a snapshot.
+    """
+    if rev == "HEAD":
+        if repo.head_is_unborn:
+            raise UsageError("HEAD has no commits yet", code="invalid_revision", revision=rev)
+        head = repo.head.peel(pygit2.Commit)
+        assert isinstance(head, pygit2.Commit)
+        return head
+    if not _HEX_PREFIX.fullmatch(rev):
+        raise UsageError(
+            f"{rev!r}: use HEAD, a full commit id or a unique hex prefix of at least 4 "
+            "characters (branch names, tags and rev expressions are refused)",
+            code="invalid_revision",
+            revision=rev,
+        )
+    try:
+        obj = repo.get(rev.lower())
+    except ValueError as exc:
+        raise UsageError(
+            f"{rev!r}: ambiguous commit prefix ({exc})", code="invalid_revision", revision=rev
+        ) from None
+    except (KeyError, pygit2.GitError):
+        obj = None
+    if obj is None:
+        raise UsageError(f"{rev!r}: no such commit", code="invalid_revision", revision=rev)
+    if not isinstance(obj, pygit2.Commit):
+        raise UsageError(
+            f"{rev!r} names a {obj.type_str}, not a commit", code="invalid_revision", revision=rev
+        )
+    return obj
+
+
+@dataclass(frozen=True)
+class Source:
+    """A tracked regular blob at a path of the snapshot."""
+
+    path: str
+    blob_id: str
+    mode: int
+
+
+@dataclass
+class Snapshot:
+    """A tree to read from. ``workdir`` set means: every source read must equal
+    the working tree's bytes (building at HEAD in a work tree)."""
+
+    repo: pygit2.Repository
+    tree: pygit2.Tree
+    commit_id: str
+    workdir: Path | None = None
+    _sizes: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def at(
+        cls, repo: pygit2.Repository, rev: str = "HEAD", *, check_worktree: bool | None = None
+    ) -> Snapshot:
+        commit = resolve_commit(repo, rev)
+        if check_worktree is None:
+            check_worktree = rev == "HEAD"
+        workdir = Path(repo.workdir) if check_worktree and repo.workdir else None
+        return cls(repo=repo, tree=commit.tree, commit_id=str(commit.id), workdir=workdir)
+
+    def source(self, path: str, *, locator: str | None = None) -> Source:
+        """Resolve ``path`` to a regular tracked blob, or fail closed."""
+        shown = locator if locator is not None else path
+        check_path(path, locator=shown)
+        tree = self.tree
+        parts = path.split("/")
+        for depth, name in enumerate(parts):
+            walked = "/".join(parts[: depth + 1])
+            try:
+                entry = tree[name]
+            except KeyError:
+                raise self._absent(path, shown) from None
+            mode = entry.filemode
+            if mode == MODE_LINK:
+                raise SourceError(
+                    f"{shown}: {walked} is a symbolic link in the commit; capsules never "
+                    "follow links",
+                    code="source_symlink",
+                    locator=shown,
+                )
+            if mode == MODE_GITLINK:
+                raise SourceError(
+                    f"{shown}: {walked} is a submodule (gitlink); its contents are not in this "
+                    "repository",
+                    code="source_submodule",
+                    locator=shown,
+                )
+            last = depth == len(parts) - 1
+            if not last:
+                if mode != MODE_TREE:
+                    raise self._absent(path, shown)
+                assert isinstance(entry, pygit2.Tree)
+                tree = entry
+            elif mode not in (MODE_FILE, MODE_EXEC):
+                raise SourceError(
+                    f"{shown}: {path} is not a regular file in the commit",
+                    code="source_not_file",
+                    locator=shown,
+                )
+            else:
+                return Source(path=path, blob_id=str(entry.id), mode=mode)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _absent(self, path: str, shown: str) -> SourceError:
+        if self.workdir is not None and os.path.lexists(self.workdir / path):
+            return SourceError(
+                f"{shown}: {path} exists in the working tree but is not committed; "
+                "commit it before building",
+                code="source_untracked",
+                locator=shown,
+            )
+        return SourceError(
+            f"{shown}: {path} does not exist at commit {self.commit_id[:12]}",
+            code="source_missing",
+            locator=shown,
+        )
+
+    def size(self, source: Source) -> int:
+        """The blob's size from the object header, without inflating it where possible."""
+        size = self._sizes.get(source.blob_id)
+        if size is None:
+            _, size = self.repo.odb.read_header(pygit2.Oid(hex=source.blob_id))
+            self._sizes[source.blob_id] = size
+        return size
+
+    def blob(self, source: Source) -> pygit2.Blob:
+        blob = self.repo[source.blob_id]
+        assert isinstance(blob, pygit2.Blob)
+        return blob
+
+    def check_worktree(self, source: Source, *, locator: str | None = None) -> None:
+        """Fail closed when the working tree's bytes differ from the blob."""
+        if self.workdir is None:
+            return
+        shown = locator if locator is not None else source.path
+        on_disk = self.workdir / source.path
+        dirty = SourceError(
+            f"{shown}: {source.path} differs from commit {self.commit_id[:12]} in the working "
+            "tree; commit or restore it before building",
+            code="source_dirty",
+            locator=shown,
+        )
+        try:
+            st = os.lstat(on_disk)
+        except FileNotFoundError:
+            raise dirty from None
+        if not stat.S_ISREG(st.st_mode) or st.st_size != self.size(source):
+            raise dirty
+        # Compare in chunks: a large source is never held twice.
+        view = memoryview(self.blob(source))
+        with open(on_disk, "rb") as handle:
+            offset = 0
+            while chunk := handle.read(_CHUNK):
+                if view[offset : offset + len(chunk)] != chunk:
+                    raise dirty
+                offset += len(chunk)
+        if offset != len(view):
+            raise dirty
+
+    def read(self, source: Source) -> bytes:
+        return self.blob(source).data

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from gitrepo import POLICY, ROADMAP, Repo, Result, packet_yaml
+from governance.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No user or system git config, no user HOME: every test sees the same git.
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
+    for name, value in {
+        "GIT_AUTHOR_NAME": "Test Author",
+        "GIT_AUTHOR_EMAIL": "author@example.invalid",
+        "GIT_COMMITTER_NAME": "Test Committer",
+        "GIT_COMMITTER_EMAIL": "committer@example.invalid",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    """A repository with a policy, docs/roadmap.md and packet P-1 reading it."""
+    r = Repo(tmp_path / "repo")
+    r.write("policies/capsule.yml", POLICY)
+    r.write("docs/roadmap.md", ROADMAP)
+    r.write("docs/notes.md", "# Notes\n\nSome notes.\n")
+    r.write(
+        "packets/P-1/packet.yml", packet_yaml("P-1", ["docs/roadmap.md#phase-2", "docs/notes.md"])
+    )
+    r.write("packets/P-1/context.md", "# Context\n\nWhy this work exists.\n")
+    r.commit("initial")
+    return r
+
+
+@pytest.fixture
+def cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Result]:
+    def run(argv: Sequence[str], cwd: Path | None = None) -> Result:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        code = main(list(argv))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from governance import budget, canonical
+from governance.errors import BudgetError
+
+
+@pytest.mark.parametrize(("n", "tokens"), [(0, 0), (1, 1), (2, 1), (3, 1), (4, 2), (3001, 1001)])
+def test_estimator_is_bytes_div_3_ceil(n: int, tokens: int) -> None:
+    assert budget.estimate_tokens(n) == tokens
+
+
+@settings(max_examples=200)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=3000))
+def test_fixpoint_describes_the_file_that_contains_it(text: str) -> None:
+    document = {"text": text, "budget": {"bytes": 0, "estimated_tokens": 0}}
+    data = budget.fixpoint(document, canonical.dumps)
+    parsed = json.loads(data)
+    assert parsed["budget"]["bytes"] == len(data)
+    assert parsed["budget"]["estimated_tokens"] == -(-len(data) // 3)
+
+
+def test_fixpoint_across_a_digit_boundary() -> None:
+    # Sizes near 10**k make the numbers' own digits matter.
+    for pad in range(900, 1100):
+        document = {"text": "é" * pad, "budget": {"bytes": 0, "estimated_tokens": 0}}
+        data = budget.fixpoint(document, canonical.dumps)
+        assert json.loads(data)["budget"]["bytes"] == len(data)
+
+
+def test_limits_check_target_and_hard_limit() -> None:
+    limits = budget.Limits(100, "policy", 120, 30)
+    assert limits.fits(90)
+    assert not limits.fits(91)  # 91 + 30 > 120
+    assert not budget.Limits(100, "policy", 1000, 0).fits(101)
+
+
+def test_over_budget_lists_each_part() -> None:
+    costs = [budget.Cost("docs/a.md", 3000), budget.Cost("docs/b.md#x", 30)]
+    with pytest.raises(BudgetError) as info:
+        budget.check(budget.Limits(100, "packet", 1000, 10), 1010, costs)
+    assert info.value.code == "over_budget"
+    assert "docs/a.md" in info.value.message
+    assert "1,000 tok" in info.value.message
+    assert info.value.details["parts"][1] == {
+        "part": "docs/b.md#x",
+        "bytes": 30,
+        "estimated_tokens": 10,
+    }

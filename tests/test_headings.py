@@ -1,0 +1,302 @@
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from governance.headings import (
+    Heading,
+    Section,
+    line_count,
+    parse_headings,
+    sections_for_slug,
+    split_lines,
+)
+from governance.slug import github_slug
+
+_FIXTURES: list[dict[str, str]] = json.loads(
+    (Path(__file__).parent / "data" / "github-slugger-fixtures.json").read_text(encoding="utf-8")
+)
+
+
+def _slugs(text: str) -> list[str]:
+    return [heading.slug for heading in parse_headings(text)]
+
+
+def test_atx_levels_and_lines() -> None:
+    text = "# One\n## Two\n### Three\n#### Four\n##### Five\n###### Six\n####### Seven\n"
+    headings = parse_headings(text)
+    assert [(h.level, h.text, h.line, h.end_line) for h in headings] == [
+        (1, "One", 1, 1),
+        (2, "Two", 2, 2),
+        (3, "Three", 3, 3),
+        (4, "Four", 4, 4),
+        (5, "Five", 5, 5),
+        (6, "Six", 6, 6),
+    ]
+
+
+def test_closing_hashes_are_not_text() -> None:
+    assert parse_headings("## Closed ##\n### Also   ###   \n") == [
+        Heading(line=1, end_line=1, level=2, text="Closed", slug="closed"),
+        Heading(line=2, end_line=2, level=3, text="Also", slug="also"),
+    ]
+
+
+def test_setext_headings_span_their_underline() -> None:
+    text = "Intro\n\nBig\n===\n\nSmall\n---\n"
+    assert parse_headings(text) == [
+        Heading(line=3, end_line=4, level=1, text="Big", slug="big"),
+        Heading(line=6, end_line=7, level=2, text="Small", slug="small"),
+    ]
+
+
+def test_multiline_setext_keeps_newline_which_the_slug_deletes() -> None:
+    (heading,) = parse_headings("First\nsecond  \nthird\n=====\n")
+    assert (heading.line, heading.end_line) == (1, 4)
+    assert heading.text == "First\nsecond\nthird"
+    assert heading.slug == "firstsecondthird"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\n# fenced\n```\n",
+        "~~~md\n# tilde fenced\n~~~\n",
+        "````\n```\n# nested fence\n```\n````\n",
+        "Para\n\n    # indented code\n",
+        "<div>\n# inside html\n</div>\n",
+        "<!--\n# in a comment\n-->\n",
+        "---\ntitle: x\n# yaml comment\n---\n",
+        "---  \n# trailing spaces on the fence\n...\t\n",
+        "####### seven hashes\n",
+        "#no-space\n",
+        "\\# escaped\n",
+    ],
+)
+def test_not_headings(text: str) -> None:
+    assert parse_headings(text) == []
+
+
+def test_front_matter_keeps_line_numbers() -> None:
+    text = "---\ntitle: Doc\ntags: [a]\n---\n# After\n\nBody\n---\n"
+    assert parse_headings(text) == [
+        Heading(line=5, end_line=5, level=1, text="After", slug="after"),
+        Heading(line=7, end_line=8, level=2, text="Body", slug="body"),
+    ]
+
+
+def test_front_matter_must_start_on_line_one() -> None:
+    assert _slugs("\n---\n# Visible\n---\n") == ["visible"]
+
+
+def test_unclosed_front_matter_is_a_thematic_break() -> None:
+    assert parse_headings("---\n# Visible\n") == [
+        Heading(line=2, end_line=2, level=1, text="Visible", slug="visible")
+    ]
+
+
+def test_block_quote_and_list_headings_count() -> None:
+    headings = parse_headings("> # Quoted\n\n- ## Listed\n")
+    assert [(h.line, h.level, h.slug) for h in headings] == [(1, 1, "quoted"), (3, 2, "listed")]
+
+
+def test_inline_code_is_kept() -> None:
+    assert _slugs("## The `foo` API\n") == ["the-foo-api"]
+
+
+def test_emphasis_and_link_markup_is_dropped() -> None:
+    (heading,) = parse_headings("## *Fast* [path](x)\n")
+    assert heading.text == "Fast path"
+    assert heading.slug == "fast-path"
+
+
+def test_strikethrough_html_and_entities() -> None:
+    (heading,) = parse_headings("# ~~Old~~ <b>new</b> &amp; \\*star\\*\n")
+    assert heading.text == "Old new & *star*"
+    assert heading.slug == "old-new--star"
+
+
+def test_images_contribute_nothing() -> None:
+    (heading,) = parse_headings("# ![Logo *alt*](logo.png) Project\n")
+    # GitHub keeps the space left behind by the image, hence the leading dash.
+    assert heading.text == " Project"
+    assert heading.slug == "-project"
+
+
+def test_autolink_text_is_kept() -> None:
+    assert _slugs("# See <https://example.com/a>\n") == ["see-httpsexamplecoma"]
+
+
+def test_symbols_and_ampersand() -> None:
+    assert _slugs("## C++ & Rust\n") == ["c--rust"]
+
+
+def test_slug_is_github_slug_of_text() -> None:
+    text = "# A *b* `c`\n## ![i](x) D <em>e</em>\nF\nG\n---\n"
+    for heading in parse_headings(text):
+        assert heading.slug == github_slug(heading.text)
+
+
+def test_heading_after_table() -> None:
+    assert parse_headings("| a | b |\n|---|---|\n| 1 | 2 |\n# After\n") == [
+        Heading(line=4, end_line=4, level=1, text="After", slug="after")
+    ]
+
+
+def test_crlf_and_cr_line_numbers() -> None:
+    text = "# One\r\n\r\nbody\r\n## Two\rtext\r### Three"
+    headings = parse_headings(text)
+    assert [(h.line, h.slug) for h in headings] == [(1, "one"), (4, "two"), (6, "three")]
+    assert line_count(text.encode()) == 6
+
+
+def test_byte_order_mark_is_ignored() -> None:
+    assert parse_headings("\ufeff# Title\n") == [
+        Heading(line=1, end_line=1, level=1, text="Title", slug="title")
+    ]
+
+
+def test_heading_on_last_line_without_newline() -> None:
+    data = b"para\n\n# Last"
+    (heading,) = parse_headings(data.decode())
+    assert heading.line == line_count(data) == 3
+
+
+_DOC = """\
+# Top
+intro
+## Alpha
+alpha body
+### Alpha detail
+detail body
+## Beta
+beta body
+# Next
+next body
+## Beta
+again
+"""
+
+
+def test_subsection_stays_inside_its_parent() -> None:
+    headings = parse_headings(_DOC)
+    total = line_count(_DOC.encode())
+    assert sections_for_slug(headings, total, "alpha") == [
+        Section(heading=headings[1], first_line=3, last_line=6)
+    ]
+    assert sections_for_slug(headings, total, "top") == [
+        Section(heading=headings[0], first_line=1, last_line=8)
+    ]
+    assert sections_for_slug(headings, total, "alpha-detail") == [
+        Section(heading=headings[2], first_line=5, last_line=6)
+    ]
+
+
+def test_last_section_runs_to_end_of_file() -> None:
+    headings = parse_headings(_DOC)
+    (section,) = sections_for_slug(headings, 12, "next")
+    assert (section.first_line, section.last_line) == (9, 12)
+
+
+def test_repeated_heading_gives_every_section() -> None:
+    headings = parse_headings(_DOC)
+    found = sections_for_slug(headings, 12, "beta")
+    assert [(s.first_line, s.last_line) for s in found] == [(7, 8), (11, 12)]
+    assert all(s.heading.slug == "beta" for s in found)
+
+
+def test_missing_slug_gives_nothing() -> None:
+    assert sections_for_slug(parse_headings(_DOC), 12, "gamma") == []
+
+
+def test_setext_section_starts_at_its_text_line() -> None:
+    text = "Title\n=====\nbody\n\nSub\n---\nmore\n\nOther\n=====\n"
+    headings = parse_headings(text)
+    assert [(h.line, h.end_line, h.level) for h in headings] == [(1, 2, 1), (5, 6, 2), (9, 10, 1)]
+    (section,) = sections_for_slug(headings, line_count(text.encode()), "title")
+    assert (section.first_line, section.last_line) == (1, 8)
+
+
+@pytest.mark.parametrize(
+    ("data", "lines"),
+    [
+        (b"", []),
+        (b"a", [b"a"]),
+        (b"a\n", [b"a\n"]),
+        (b"a\r\nb", [b"a\r\n", b"b"]),
+        (b"a\rb\n", [b"a\r", b"b\n"]),
+        (b"\n\n", [b"\n", b"\n"]),
+        (b"a\r\r\nb", [b"a\r", b"\r\n", b"b"]),
+        # Only \r and \n end lines; other "line breaks" are text to markdown-it.
+        (b"a\x0bb\x0cc\x1cd\xc2\x85e\xe2\x80\xa8f", [b"a\x0bb\x0cc\x1cd\xc2\x85e\xe2\x80\xa8f"]),
+    ],
+)
+def test_split_lines(data: bytes, lines: list[bytes]) -> None:
+    assert split_lines(data) == lines
+    assert line_count(data) == len(lines)
+
+
+@given(st.binary())
+def test_split_lines_round_trips(data: bytes) -> None:
+    lines = split_lines(data)
+    assert b"".join(lines) == data
+    assert len(lines) == line_count(data)
+    assert all(line for line in lines)
+
+
+_LINE_KINDS = ["# Heading", "## Sub heading", "paragraph text", "", "  ", "> # quoted"]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_LINE_KINDS), st.sampled_from(["\n", "\r\n", "\r"])),
+        min_size=1,
+        max_size=12,
+    ),
+    st.booleans(),
+)
+def test_heading_lines_agree_with_split_lines(
+    rows: list[tuple[str, str]], terminate_last: bool
+) -> None:
+    text = "".join(body + end for body, end in rows)
+    if not terminate_last:
+        text = text[: -len(rows[-1][1])]
+    lines = split_lines(text.encode())
+    headings = parse_headings(text)
+    expected = [
+        number for number, line in enumerate(lines, start=1) if line.lstrip(b"> ").startswith(b"#")
+    ]
+    assert [h.line for h in headings] == expected
+    for heading in headings:
+        assert lines[heading.line - 1].rstrip(b"\r\n").endswith(heading.text.encode())
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + ch if ch in string.punctuation else ch for ch in text)
+
+
+def test_github_rendered_fixture_document() -> None:
+    # github-slugger's fixtures are the anchors GitHub gave to a gist made of one "# input"
+    # heading per case (or the case's markdownOverwrite, used where edge spaces matter).
+    # Rebuilding that document and replaying the slugger's counter must give every anchor.
+    document = "\n\n".join(
+        entry.get("markdownOverwrite") or "# " + _escape(entry["input"]) for entry in _FIXTURES
+    )
+    headings = parse_headings(document)
+    assert len(headings) == len(_FIXTURES) == 78
+    occurrences: dict[str, int] = {}
+    anchors: list[str] = []
+    for heading in headings:
+        anchor = heading.slug
+        while anchor in occurrences:
+            occurrences[heading.slug] += 1
+            anchor = f"{heading.slug}-{occurrences[heading.slug]}"
+        occurrences[anchor] = 0
+        anchors.append(anchor)
+    assert anchors == [entry["expected"] for entry in _FIXTURES]
+    assert [h.text for h in headings] == [entry["input"] for entry in _FIXTURES]

@@ -1,0 +1,212 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gitrepo import ROADMAP, Repo, packet_yaml
+from governance import canonical
+
+PACKET = "packets/P-1/packet.yml"
+
+
+@pytest.fixture
+def capsule(cli, repo: Repo, tmp_path: Path) -> Path:
+    target = tmp_path / "capsule.json"
+    assert cli(["build", PACKET, "--output", str(target)], cwd=repo.path).code == 0
+    return target
+
+
+def verify(cli, repo: Repo, capsule: Path, *args: str) -> tuple[int, dict]:
+    result = cli(["verify", str(capsule), "--json", *args], cwd=repo.path)
+    return result.code, json.loads(result.out)
+
+
+def by_locator(report: dict) -> dict[str, dict]:
+    return {part["locator"]: part for part in report["parts"]}
+
+
+def test_fresh_capsule_is_unchanged(cli, repo: Repo, capsule: Path) -> None:
+    before = capsule.read_bytes()
+    code, report = verify(cli, repo, capsule)
+    assert code == 0
+    assert report["ok"] is True
+    assert [p["part"] for p in report["parts"]] == [
+        "packet", "context", "policy", "reads[0]", "reads[1]",
+    ]  # fmt: skip
+    assert {p["code"] for p in report["parts"]} == {"verified_unchanged"}
+    assert capsule.read_bytes() == before
+
+
+def test_text_output_has_a_line_per_part(cli, repo: Repo, capsule: Path) -> None:
+    result = cli(["verify", str(capsule)], cwd=repo.path)
+    assert result.code == 0
+    assert len(result.out.strip().splitlines()) == 5
+    assert "all parts unchanged" in result.err
+
+
+def test_file_changed_passage_intact(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/roadmap.md", ROADMAP + "\n## Phase 4\n\nAppended.\n")
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    assert code == 1
+    part = by_locator(report)["docs/roadmap.md#phase-2"]
+    assert (part["status"], part["code"]) == ("stale", "source_changed_passage_intact")
+    assert part["current"]["lines"] == [9, 16]
+
+
+def test_passage_moved(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/roadmap.md", ROADMAP.replace("Intro text.\n", "Intro text.\n\nMore.\n"))
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    assert code == 1
+    part = by_locator(report)["docs/roadmap.md#phase-2"]
+    assert (part["status"], part["code"]) == ("stale", "passage_moved")
+    assert part["current"]["lines"] == [11, 18]
+
+
+def test_passage_stale(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/roadmap.md", ROADMAP.replace("Nested details", "Changed details"))
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    part = by_locator(report)["docs/roadmap.md#phase-2"]
+    assert (code, part["status"], part["code"]) == (1, "stale", "passage_stale")
+    assert (
+        part["current"]["selected_sha256"]
+        != json.loads(capsule.read_bytes())["reads"][0]["selected_sha256"]
+    )
+
+
+def test_whole_file_changed(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/notes.md", "# Notes\n\nother\n")
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    part = by_locator(report)["docs/notes.md"]
+    assert (code, part["status"], part["code"]) == (1, "stale", "source_changed")
+
+
+def test_source_missing(cli, repo: Repo, capsule: Path) -> None:
+    (repo.path / "docs/notes.md").unlink()
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    part = by_locator(report)["docs/notes.md"]
+    assert (code, part["status"], part["code"]) == (1, "missing", "source_missing")
+
+
+def test_heading_missing(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/roadmap.md", ROADMAP.replace("## Phase 2", "## Second phase"))
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    part = by_locator(report)["docs/roadmap.md#phase-2"]
+    assert (code, part["status"], part["code"]) == (1, "missing", "heading_missing")
+
+
+def test_heading_now_ambiguous(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/roadmap.md", ROADMAP + "\n## Phase 2\n\nAgain.\n")
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    part = by_locator(report)["docs/roadmap.md#phase-2"]
+    assert (code, part["status"], part["code"]) == (1, "missing", "heading_ambiguous")
+
+
+def test_packet_and_policy_drift(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("policies/capsule.yml", "target_tokens: 9000\n")
+    repo.write(PACKET, packet_yaml("P-1", ["docs/notes.md"]))
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    parts = {p["part"]: p for p in report["parts"]}
+    assert code == 1
+    assert parts["policy"]["code"] == "source_changed"
+    assert parts["packet"]["code"] == "source_changed"
+    assert parts["context"]["code"] == "verified_unchanged"
+
+
+def test_verify_at_an_older_commit(cli, repo: Repo, capsule: Path) -> None:
+    built_at = repo.head()
+    repo.write("docs/notes.md", "changed\n")
+    repo.commit()
+    assert verify(cli, repo, capsule)[0] == 1
+    assert verify(cli, repo, capsule, "--at", built_at[:10])[0] == 0
+
+
+# --- pre-checks: exit 2 before any source is read -----------------------------
+
+
+def rewrite(capsule: Path, mutate) -> None:
+    document = json.loads(capsule.read_bytes())
+    mutate(document)
+    capsule.write_bytes(canonical.dumps(document))
+
+
+def precheck_code(cli, repo: Repo, capsule: Path) -> str:
+    result = cli(["verify", str(capsule), "--json"], cwd=repo.path)
+    assert result.code == 2, result
+    return str(json.loads(result.out)["error"]["code"])
+
+
+def test_non_canonical_pretty_printed(cli, repo: Repo, capsule: Path) -> None:
+    capsule.write_text(json.dumps(json.loads(capsule.read_bytes()), indent=2) + "\n")
+    assert precheck_code(cli, repo, capsule) == "non_canonical"
+
+
+def test_non_canonical_missing_final_newline(cli, repo: Repo, capsule: Path) -> None:
+    capsule.write_bytes(capsule.read_bytes().rstrip(b"\n"))
+    assert precheck_code(cli, repo, capsule) == "non_canonical"
+
+
+def test_non_canonical_ascii_escaped(cli, repo: Repo, capsule: Path) -> None:
+    document = json.loads(capsule.read_bytes())
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    capsule.write_bytes(text.encode() + b"\n")
+    assert precheck_code(cli, repo, capsule) == "non_canonical"
+
+
+def test_corrupt_text_edited(cli, repo: Repo, capsule: Path) -> None:
+    def edit(d: dict) -> None:
+        d["reads"][0]["text"] = d["reads"][0]["text"].replace("Second", "Fifth")
+
+    rewrite(capsule, edit)
+    assert precheck_code(cli, repo, capsule) == "capsule_corrupt"
+
+
+def test_corrupt_budget_bytes(cli, repo: Repo, capsule: Path) -> None:
+    rewrite(capsule, lambda d: d["budget"].update(bytes=d["budget"]["bytes"] + 1))
+    assert precheck_code(cli, repo, capsule) == "capsule_corrupt"
+
+
+def test_corrupt_packet_text(cli, repo: Repo, capsule: Path) -> None:
+    rewrite(capsule, lambda d: d["packet"].update(text=d["packet"]["text"] + "x"))
+    assert precheck_code(cli, repo, capsule) == "capsule_corrupt"
+
+
+def test_corrupt_lines(cli, repo: Repo, capsule: Path) -> None:
+    rewrite(capsule, lambda d: d["reads"][0].update(lines=[9, 20]))
+    assert precheck_code(cli, repo, capsule) == "capsule_corrupt"
+
+
+def test_unknown_key_is_malformed(cli, repo: Repo, capsule: Path) -> None:
+    rewrite(capsule, lambda d: d.update(extra=1))
+    assert precheck_code(cli, repo, capsule) == "capsule_malformed"
+
+
+def test_unsupported_schema(cli, repo: Repo, capsule: Path) -> None:
+    rewrite(capsule, lambda d: d.update(schema="capsule/2"))
+    assert precheck_code(cli, repo, capsule) == "unsupported_schema"
+
+
+def test_not_json(cli, repo: Repo, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"not json\n")
+    assert precheck_code(cli, repo, bad) == "capsule_malformed"
+
+
+def test_unreadable_capsule(cli, repo: Repo, tmp_path: Path) -> None:
+    assert precheck_code(cli, repo, tmp_path / "absent.json") == "capsule_unreadable"
+
+
+def test_prechecks_run_before_the_repository(cli, tmp_path: Path, capsule: Path) -> None:
+    # Outside any repository a corrupt capsule still reports corruption first.
+    capsule.write_bytes(capsule.read_bytes().rstrip(b"\n"))
+    result = cli(["verify", str(capsule), "--json"], cwd=tmp_path)
+    assert json.loads(result.out)["error"]["code"] == "non_canonical"
