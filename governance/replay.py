@@ -1,0 +1,90 @@
+"""Replay: rebuild a capsule at its declared commit with the trusted builder
+and compare bytes. Git objects only: no checkout, no filters, no hooks, and no
+file of that commit is ever imported or run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from governance.builder import build_capsule
+from governance.errors import SourceError
+from governance.hashing import sha256_hex
+from governance.reader import CapsuleFile
+from governance.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class Difference:
+    path: str  # JSON path, e.g. reads[2].text
+    recorded_sha256: str
+    rebuilt_sha256: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "path": self.path,
+            "recorded_sha256": self.recorded_sha256,
+            "rebuilt_sha256": self.rebuilt_sha256,
+        }
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    capsule: CapsuleFile
+    rebuilt: bytes
+    differences: tuple[Difference, ...]
+
+    @property
+    def identical(self) -> bool:
+        return self.rebuilt == self.capsule.data
+
+
+def _value_hash(value: Any) -> str:
+    from governance import canonical
+
+    return sha256_hex(canonical.dumps(value))
+
+
+def diff_paths(recorded: Any, rebuilt: Any, where: str = "") -> list[Difference]:
+    """The JSON paths whose values differ, as deep as both sides share shape."""
+    if isinstance(recorded, dict) and isinstance(rebuilt, dict):
+        out: list[Difference] = []
+        for key in sorted(recorded.keys() | rebuilt.keys()):
+            out += diff_paths(
+                recorded.get(key), rebuilt.get(key), f"{where}.{key}" if where else key
+            )
+        return out
+    if isinstance(recorded, list) and isinstance(rebuilt, list) and len(recorded) == len(rebuilt):
+        out = []
+        for index, (a, b) in enumerate(zip(recorded, rebuilt, strict=True)):
+            out += diff_paths(a, b, f"{where}[{index}]")
+        return out
+    if recorded == rebuilt and type(recorded) is type(rebuilt):
+        return []
+    return [Difference(where or "$", _value_hash(recorded), _value_hash(rebuilt))]
+
+
+def replay_capsule(repo: pygit2.Repository, capsule: CapsuleFile) -> ReplayResult:
+    """Rebuild ``capsule`` at its declared commit. Raises SourceError
+    ``commit_missing`` when the commit is not in ``repo``."""
+    commit = capsule.commit
+    try:
+        obj = repo.get(commit)
+    except (ValueError, KeyError):
+        obj = None
+    if not isinstance(obj, pygit2.Commit):
+        shallow = " (this clone is shallow: fetch its full history)" if repo.is_shallow else ""
+        raise SourceError(
+            f"commit {commit} declared by the capsule is not in this repository{shallow}",
+            code="commit_missing",
+            commit=commit,
+            shallow=repo.is_shallow,
+        )
+    snapshot = Snapshot(repo=repo, tree=obj.tree, commit_id=str(obj.id))
+    built = build_capsule(snapshot, capsule.document["packet"]["path"])
+    differences: tuple[Difference, ...] = ()
+    if built.data != capsule.data:
+        differences = tuple(diff_paths(capsule.document, built.document))
+    return ReplayResult(capsule=capsule, rebuilt=built.data, differences=differences)

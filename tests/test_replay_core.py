@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitrepo import Repo
+from governance import canonical
+from governance.budget import fixpoint
+from governance.reader import read_capsule
+from governance.replay import diff_paths, replay_capsule
+from governance.snapshot import open_repository
+
+
+def build_at_head(cli, repo: Repo, tmp_path: Path) -> Path:
+    target = tmp_path / "c.json"
+    assert cli(["build", "packets/P-1/packet.yml", "-o", str(target)], cwd=repo.path).code == 0
+    return target
+
+
+def test_replay_is_identical_after_later_edits(cli, repo: Repo, tmp_path: Path) -> None:
+    capsule = build_at_head(cli, repo, tmp_path)
+    repo.write("docs/notes.md", "changed later\n")
+    repo.write("policies/capsule.yml", "target_tokens: 100\n")
+    repo.commit()
+    result = replay_capsule(open_repository(repo.path), read_capsule(capsule.read_bytes()))
+    assert result.identical
+    assert result.differences == ()
+
+
+def test_replay_names_the_differing_field(cli, repo: Repo, tmp_path: Path) -> None:
+    capsule = build_at_head(cli, repo, tmp_path)
+    document = json.loads(capsule.read_bytes())
+    document["question"] = "A forged question?"
+    # Keep it internally consistent so only replay can tell.
+    forged = fixpoint(document, canonical.dumps)
+    result = replay_capsule(open_repository(repo.path), read_capsule(forged))
+    assert not result.identical
+    paths = [d.path for d in result.differences]
+    assert "question" in paths
+    assert "budget.bytes" in paths
+
+
+def test_diff_paths_reports_list_items_and_missing_keys() -> None:
+    a = {"reads": [{"text": "x"}, {"text": "y"}], "k": 1}
+    b = {"reads": [{"text": "x"}, {"text": "z"}], "j": 1}
+    assert [d.path for d in diff_paths(a, b)] == ["j", "k", "reads[1].text"]
