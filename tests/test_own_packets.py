@@ -1,0 +1,28 @@
+"""This repository governs its own work: every packet in packets/ must build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from governance.builder import build_capsule
+from governance.snapshot import Snapshot, open_repository
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKETS = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("packets/*/packet.yml"))
+
+
+def test_there_are_packets() -> None:
+    assert PACKETS
+
+
+@pytest.mark.parametrize("packet", PACKETS)
+def test_own_packet_builds_at_head(packet: str) -> None:
+    repo = open_repository(ROOT)
+    head = str(repo.head.target)
+    # At the commit, not the working tree: a test run must not depend on
+    # whether the developer has uncommitted edits.
+    built = build_capsule(Snapshot.at(repo, head), packet)
+    assert built.document["commit"] == head
+    assert built.estimated_tokens <= built.limits.target_tokens
