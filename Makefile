@@ -1,4 +1,6 @@
 # The two set-up commands of the README. Each creates .venv on first use.
+# Recipes are silent and report on stderr, so `make demo` leaves only the
+# capsule on stdout.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,12 +10,13 @@ DEMO_PACKET ?= packets/GC-003/packet.yml
 .PHONY: demo test lint typecheck clean
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	touch $(STAMP)
+	@echo "make: creating $(VENV) and installing git-capsule with its test tools" >&2
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' >&2
+	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/capsule build $(DEMO_PACKET)
+	@$(BIN)/capsule build $(DEMO_PACKET)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -54,7 +54,9 @@ class Built:
         return sha256_hex(self.data)
 
 
-def _read_whole(snapshot: Snapshot, path: str, *, hint: str = "") -> WholeFile:
+def _read_whole(
+    snapshot: Snapshot, path: str, *, hint: str = "", policy: Policy | None = None
+) -> WholeFile:
     try:
         source = snapshot.source(path)
     except SourceError as exc:
@@ -62,6 +64,15 @@ def _read_whole(snapshot: Snapshot, path: str, *, hint: str = "") -> WholeFile:
             exc.message = f"{exc.message}; {hint}"
             exc.args = (exc.message,)
         raise
+    if policy is not None:
+        # Refuse a file that alone breaks the hard limit before inflating it.
+        size = snapshot.size(source)
+        tokens = budget.estimate_tokens(size)
+        hard = budget.Limits(
+            policy.hard_limit_tokens, "policy", policy.hard_limit_tokens, policy.reserve_tokens
+        )
+        if not hard.fits(tokens):
+            budget.check(hard, tokens, [budget.Cost(path, size)], at_least=True)
     snapshot.check_worktree(source)
     data = snapshot.read(source)
     return WholeFile(source=source, data=data, text=decode_source(data, locator=path))
@@ -93,9 +104,9 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
         snapshot, POLICY_PATH, hint="every capsule is built under a committed policy"
     )
     policy = parse_policy(policy_file.text, path=POLICY_PATH)
-    packet_file = _read_whole(snapshot, packet_path)
+    packet_file = _read_whole(snapshot, packet_path, policy=policy)
     packet = parse_packet(packet_file.text, path=packet_path)
-    context_file = _read_whole(snapshot, packet.context_path)
+    context_file = _read_whole(snapshot, packet.context_path, policy=policy)
 
     if len(packet.required_reads) > policy.max_required_reads:
         raise SourceError(

@@ -447,6 +447,18 @@ def test_over_budget_hard_limit_with_reserve(cli, repo: Repo) -> None:
     assert "reserve" in json.loads(result.out)["error"]["message"]
 
 
+def test_over_budget_context_refused_before_reading(cli, repo: Repo) -> None:
+    repo.write("packets/P-1/context.md", "x" * 60000)
+    repo.commit()
+    result = build(cli, repo, "--json")
+    assert result.code == 4
+    error = json.loads(result.out)["error"]
+    assert error["parts"] == [
+        {"part": "packets/P-1/context.md", "bytes": 60000, "estimated_tokens": 20000}
+    ]
+    assert "at least" in error["message"]
+
+
 def test_budget_fits_exactly_at_target(cli, repo: Repo) -> None:
     def with_target(tokens: int) -> str:
         return packet_yaml("P-1", ["docs/notes.md"], budget=f"{{target_tokens: {tokens}}}")
