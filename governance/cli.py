@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from governance import __version__
-from governance.errors import CapsuleError, UsageError
+from governance.errors import EXIT_USAGE, CapsuleError, UsageError
 
 COMMANDS = ("build", "verify")
 
@@ -84,3 +84,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("capsule: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        # The file system said no (permissions, a vanished file): a user's
+        # problem to fix, not a crash.
+        where = f"{exc.filename}: " if exc.filename else ""
+        _report(CapsuleError(f"{where}{exc.strerror or exc}", code="io_error"), as_json)
+        return EXIT_USAGE
+    except Exception as exc:
+        pygit2 = sys.modules.get("pygit2")
+        if pygit2 is not None and isinstance(exc, pygit2.GitError):
+            _report(CapsuleError(f"git: {exc}", code="git_error"), as_json)
+            return EXIT_USAGE
+        raise

@@ -478,3 +478,30 @@ def test_budget_fits_exactly_at_target(cli, repo: Repo) -> None:
     repo.write(PACKET, with_target(target - 1))
     repo.commit()
     assert build(cli, repo).code == 4
+
+
+def test_unreadable_working_tree_file_is_a_clean_error(cli, repo: Repo) -> None:
+    if os.geteuid() == 0:
+        # root reads through mode bits: make the path a directory instead,
+        # which the same comparison must report, not crash on.
+        (repo.path / "docs/notes.md").unlink()
+        (repo.path / "docs/notes.md").mkdir()
+        fail(cli, repo, "source_dirty")
+        return
+    (repo.path / "docs/notes.md").chmod(0)
+    result = build(cli, repo, "--json")
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "io_error"
+
+
+def test_corrupt_object_database_is_a_clean_error(cli, repo: Repo) -> None:
+    blob = repo.git("rev-parse", "HEAD:docs/notes.md")
+    obj = repo.path / ".git/objects" / blob[:2] / blob[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(b"not zlib data")
+    result = build(cli, repo, "--json")
+    assert result.code == 2, result
+    assert "Traceback" not in result.err
+    error = json.loads(result.out)["error"]
+    assert error["code"] == "git_error"
+    assert blob in error["message"]
