@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance import budget, canonical
-from governance.capsule import SCHEMA_V1, TRUST_V1
+from governance.capsule import PACKET_FILE, SCHEMA_V1, TRUST_V1
 from governance.errors import SourceError, UsageError
 from governance.excerpt import Excerpt, decode_source, select
 from governance.hashing import sha256_hex
 from governance.locator import check_path, parse_locator
-from governance.packet import DEFAULT_QUESTION, PACKET_FILE, Packet, parse_packet
+from governance.packet import DEFAULT_QUESTION, Packet, parse_packet
 from governance.policy import POLICY_PATH, Policy, parse_policy
 from governance.snapshot import Snapshot, Source
 

@@ -4,11 +4,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from typing import TYPE_CHECKING
 
 from governance.slug import github_slug
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ _FRONT_MATTER_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 
 @cache
 def _parser() -> MarkdownIt:
+    # Imported here: line counting (verify, whole-file reads) must not pay for it.
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark").enable("table").enable("strikethrough")
 
 

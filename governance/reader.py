@@ -16,10 +16,9 @@ from typing import Any
 
 from governance import canonical
 from governance.budget import Limits, estimate_tokens
-from governance.capsule import SCHEMA_V1, TRUST_V1
+from governance.capsule import CONTEXT_FILE, PACKET_FILE, SCHEMA_V1, TRUST_V1
 from governance.errors import MalformedInput
 from governance.hashing import sha256_hex
-from governance.packet import CONTEXT_FILE, PACKET_FILE
 
 
 @dataclass(frozen=True)
