@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance import budget, canonical
-from governance.capsule import PACKET_FILE, SCHEMA_V1, TRUST_V1
+from governance.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEMA_V1, TRUST_V1
 from governance.errors import SourceError, UsageError
 from governance.excerpt import Excerpt, decode_source, select
 from governance.hashing import sha256_hex
 from governance.locator import check_path, parse_locator
 from governance.packet import DEFAULT_QUESTION, Packet, parse_packet
-from governance.policy import POLICY_PATH, Policy, parse_policy
+from governance.policy import Policy, parse_policy
 from governance.snapshot import Snapshot, Source
 
 
@@ -93,9 +93,10 @@ def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
 
 def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     check_path(packet_path)
-    if posixpath.basename(packet_path) != PACKET_FILE or posixpath.dirname(packet_path) == "":
+    folder = posixpath.dirname(packet_path)
+    if posixpath.basename(packet_path) != PACKET_FILE or posixpath.dirname(folder) != PACKETS_DIR:
         raise UsageError(
-            f"{packet_path}: a packet is packets/<ID>/{PACKET_FILE}",
+            f"{packet_path}: a packet is {PACKETS_DIR}/<ID>/{PACKET_FILE}",
             code="invalid_packet_path",
             path=packet_path,
         )

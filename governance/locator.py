@@ -25,6 +25,8 @@ def check_path(path: str, *, locator: str | None = None) -> str:
         raise unsafe("empty")
     if "\x00" in path:
         raise unsafe("contains NUL")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+        raise unsafe("contains a control character")
     if "\\" in path:
         raise unsafe("contains a backslash")
     if path.startswith("/"):

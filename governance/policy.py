@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from governance.capsule import POLICY_PATH
 from governance.errors import MalformedInput
 from governance.schema import validate
 from governance.yamlload import load_yaml
 
-POLICY_PATH = "policies/capsule.yml"
 ESTIMATOR = "utf8_bytes_div_3_ceil"
 
 

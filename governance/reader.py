@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from governance import canonical
 from governance.budget import Limits, estimate_tokens
-from governance.capsule import CONTEXT_FILE, PACKET_FILE, SCHEMA_V1, TRUST_V1
+from governance.capsule import (
+    CONTEXT_FILE,
+    PACKET_FILE,
+    PACKETS_DIR,
+    POLICY_PATH,
+    SCHEMA_V1,
+    TRUST_V1,
+)
 from governance.errors import MalformedInput
 from governance.hashing import sha256_hex
 
@@ -95,6 +103,53 @@ def _check_read(read: dict[str, Any], index: int) -> None:
         )
 
 
+_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def _check_paths(document: dict[str, Any]) -> None:
+    from governance.errors import SourceError
+    from governance.locator import check_path
+
+    named = [("packet.path", document["packet"]["path"])]
+    named += [("context.path", document["context"]["path"])]
+    named += [("policy.path", document["policy"]["path"])]
+    named += [(f"reads[{i}].path", r["path"]) for i, r in enumerate(document["reads"])]
+    for field, path in named:
+        try:
+            check_path(path)
+        except SourceError as exc:
+            raise _corrupt(f"{field}: {exc.message}", field=field) from None
+    if document["policy"]["path"] != POLICY_PATH:
+        raise _corrupt(f"policy.path is not {POLICY_PATH}", field="policy.path")
+    if posixpath.dirname(posixpath.dirname(document["packet"]["path"])) != PACKETS_DIR:
+        raise _corrupt(f"packet.path is not {PACKETS_DIR}/<ID>/{PACKET_FILE}", field="packet.path")
+
+
+def _check_against_packet(document: dict[str, Any]) -> None:
+    """What the capsule says the packet asked for is what the packet text says."""
+    from governance.packet import DEFAULT_QUESTION, parse_packet
+
+    try:
+        packet = parse_packet(document["packet"]["text"], path=document["packet"]["path"])
+    except MalformedInput as exc:
+        raise _corrupt(
+            f"packet.text is not a valid packet: {exc.message}", field="packet"
+        ) from None
+    if packet.id != document["id"]:
+        raise _corrupt("id differs from the packet's id", field="id")
+    question = packet.question if packet.question is not None else DEFAULT_QUESTION
+    if document["question"] != question:
+        raise _corrupt("question differs from the packet's question", field="question")
+    if [read["locator"] for read in document["reads"]] != list(packet.required_reads):
+        raise _corrupt("reads differ from the packet's required_reads", field="reads")
+    budget = document["budget"]
+    expected_source = "policy" if packet.target_tokens is None else "packet"
+    if budget["target_source"] != expected_source:
+        raise _corrupt(f"budget.target_source should be {expected_source}", field="budget")
+    if packet.target_tokens is not None and budget["target_tokens"] != packet.target_tokens:
+        raise _corrupt("budget.target_tokens differs from the packet's target", field="budget")
+
+
 def _read_v1(data: bytes, document: dict[str, Any]) -> CapsuleFile:
     from governance.schema import validate
 
@@ -119,10 +174,14 @@ def _read_v1(data: bytes, document: dict[str, Any]) -> CapsuleFile:
         raise _corrupt("packet.path does not match the packet id", field="packet.path")
     if document["context"]["path"] != posixpath.join(folder, CONTEXT_FILE):
         raise _corrupt("context.path is not beside the packet", field="context.path")
+    if not _COMMIT.fullmatch(document["commit"]):
+        raise _corrupt("commit is not a full lowercase hex object id", field="commit")
+    _check_paths(document)
     _check_whole(document["packet"], "packet")
     _check_whole(document["context"], "context")
     for index, read in enumerate(document["reads"]):
         _check_read(read, index)
+    _check_against_packet(document)
     policy = document["policy"]
     if len(document["reads"]) > policy["max_required_reads"]:
         raise _corrupt("more reads than the policy's max_required_reads", field="reads")

@@ -1,17 +1,23 @@
 """Verify a capsule against a snapshot: per part, is what the agent was given
-still what the repository says? Never rewrites anything."""
+still what the repository says? Never rewrites anything.
+
+Every part is recomputed from the current blob, also when its blob id is
+unchanged: a capsule whose excerpt disagrees with the very blob it names was
+altered after it was built, and is refused as corrupt rather than reported
+as unchanged.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from governance.errors import SourceError
-from governance.excerpt import select
+from governance.errors import MalformedInput, SourceError
+from governance.excerpt import Excerpt, select
 from governance.hashing import sha256_hex
 from governance.locator import Selector
 from governance.reader import CapsuleFile
-from governance.snapshot import Snapshot
+from governance.snapshot import Snapshot, Source
 
 UNCHANGED = "unchanged"
 STALE = "stale"
@@ -19,7 +25,7 @@ MISSING = "missing"
 
 # code -> what it means, for text output and docs.
 CODES = {
-    "verified_unchanged": "same blob as recorded",
+    "verified_unchanged": "same blob and same bytes as recorded",
     "source_changed": "the file changed (it is included whole)",
     "source_changed_passage_intact": "the file changed; the section is byte-identical, same lines",
     "passage_moved": "the section is byte-identical but now at other lines",
@@ -47,19 +53,54 @@ class PartResult:
         }
 
 
+def _forged(part: str, what: str) -> MalformedInput:
+    return MalformedInput(
+        f"capsule is corrupt: {part} names the blob it was built from, but its {what} does not "
+        "match that blob; the capsule was altered after it was built",
+        code="capsule_corrupt",
+        field=part,
+    )
+
+
+def _unchanged(part: str, locator: str, current: dict[str, Any]) -> PartResult:
+    return PartResult(
+        part, locator, UNCHANGED, "verified_unchanged", CODES["verified_unchanged"], current
+    )
+
+
 def _whole(snapshot: Snapshot, part: str, recorded: dict[str, Any]) -> PartResult:
     path = recorded["path"]
     try:
         source = snapshot.source(path)
     except SourceError as exc:
         return PartResult(part, path, MISSING, exc.code, exc.message)
-    if source.blob_id == recorded["blob"]:
-        return PartResult(
-            part, path, UNCHANGED, "verified_unchanged", CODES["verified_unchanged"],
-            {"blob": source.blob_id, "sha256": recorded["sha256"]},
-        )  # fmt: skip
     current = {"blob": source.blob_id, "sha256": sha256_hex(snapshot.read(source))}
-    return PartResult(part, path, STALE, "source_changed", CODES["source_changed"], current)
+    if source.blob_id != recorded["blob"]:
+        return PartResult(part, path, STALE, "source_changed", CODES["source_changed"], current)
+    if current["sha256"] != recorded["sha256"]:
+        raise _forged(part, "sha256")
+    return _unchanged(part, path, current)
+
+
+def _policy(snapshot: Snapshot, recorded: dict[str, Any]) -> PartResult:
+    result = _whole(snapshot, "policy", recorded)
+    if result.status == UNCHANGED:
+        from governance.policy import parse_policy
+
+        source = snapshot.source(recorded["path"])
+        values = parse_policy(snapshot.read(source).decode("utf-8"), path=source.path).values()
+        if any(recorded[key] != value for key, value in values.items()):
+            raise _forged("policy", "values")
+    return result
+
+
+def _excerpt_json(excerpt: Excerpt) -> dict[str, Any]:
+    return {
+        "blob": excerpt.blob_id,
+        "source_sha256": excerpt.source_sha256,
+        "selected_sha256": excerpt.selected_sha256,
+        "lines": [excerpt.first_line, excerpt.last_line],
+    }
 
 
 def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any]) -> PartResult:
@@ -67,35 +108,25 @@ def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any]) -> PartResult
     heading = recorded["heading"]
     selector = Selector(locator, recorded["path"], heading["slug"] if heading else None)
     try:
-        source = snapshot.source(selector.path, locator=locator)
+        source: Source = snapshot.source(selector.path, locator=locator)
     except SourceError as exc:
         return PartResult(part, locator, MISSING, exc.code, exc.message)
-    if source.blob_id == recorded["blob"]:
-        current = {
-            "blob": source.blob_id,
-            "source_sha256": recorded["source_sha256"],
-            "selected_sha256": recorded["selected_sha256"],
-            "lines": recorded["lines"],
-        }
-        return PartResult(
-            part, locator, UNCHANGED, "verified_unchanged", CODES["verified_unchanged"], current
-        )
     data = snapshot.read(source)
-    if selector.slug is None:
-        sha = sha256_hex(data)
-        current = {"blob": source.blob_id, "source_sha256": sha, "selected_sha256": sha}
-        return PartResult(part, locator, STALE, "source_changed", CODES["source_changed"], current)
+    same_blob = source.blob_id == recorded["blob"]
     try:
         excerpt = select(selector, source, data)
     except SourceError as exc:
+        if same_blob:
+            raise _forged(part, "selection") from None
         current = {"blob": source.blob_id, "source_sha256": sha256_hex(data)}
         return PartResult(part, locator, MISSING, exc.code, exc.message, current)
-    current = {
-        "blob": source.blob_id,
-        "source_sha256": excerpt.source_sha256,
-        "selected_sha256": excerpt.selected_sha256,
-        "lines": [excerpt.first_line, excerpt.last_line],
-    }
+    current = _excerpt_json(excerpt)
+    if same_blob:
+        if excerpt.to_json() != recorded:
+            raise _forged(part, "text, lines, heading or hashes")
+        return _unchanged(part, locator, current)
+    if selector.slug is None:
+        return PartResult(part, locator, STALE, "source_changed", CODES["source_changed"], current)
     if excerpt.selected_sha256 != recorded["selected_sha256"]:
         code = "passage_stale"
     elif current["lines"] != recorded["lines"]:
@@ -110,7 +141,7 @@ def verify_capsule(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]
     results = [
         _whole(snapshot, "packet", document["packet"]),
         _whole(snapshot, "context", document["context"]),
-        _whole(snapshot, "policy", document["policy"]),
+        _policy(snapshot, document["policy"]),
     ]
     results += [
         _read(snapshot, f"reads[{index}]", read) for index, read in enumerate(document["reads"])

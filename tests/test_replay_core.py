@@ -29,15 +29,19 @@ def test_replay_is_identical_after_later_edits(cli, repo: Repo, tmp_path: Path) 
 
 def test_replay_names_the_differing_field(cli, repo: Repo, tmp_path: Path) -> None:
     capsule = build_at_head(cli, repo, tmp_path)
+    repo.write("docs/notes.md", "# Notes\n\nRewritten later.\n")
+    later = repo.commit()
+    # A capsule claiming the later commit but carrying the earlier bytes is
+    # internally consistent: only a rebuild at that commit can tell.
     document = json.loads(capsule.read_bytes())
-    document["question"] = "A forged question?"
-    # Keep it internally consistent so only replay can tell.
+    document["commit"] = later
     forged = fixpoint(document, canonical.dumps)
     result = replay_capsule(open_repository(repo.path), read_capsule(forged))
     assert not result.identical
     paths = [d.path for d in result.differences]
-    assert "question" in paths
-    assert "budget.bytes" in paths
+    assert "reads[1].text" in paths
+    assert "reads[1].blob" in paths
+    assert "packet.text" not in paths
 
 
 def test_diff_paths_reports_list_items_and_missing_keys() -> None:
