@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,9 @@ class Excerpt:
         }
 
 
+_REPEAT = re.compile(r"(.+)-([1-9][0-9]*)")
+
+
 def decode_source(data: bytes, *, locator: str) -> str:
     try:
         return data.decode("utf-8")
@@ -81,6 +85,14 @@ def select(selector: Selector, source: Source, data: bytes) -> Excerpt:
     lines = split_lines(data)
     headings = parse_headings(text)
     found = sections_for_slug(headings, len(lines), selector.slug)
+    # GitHub names the (n+1)-th repeat of a heading `base-n`. A selector that
+    # can mean such a repeat depends on position: ambiguous, with every
+    # candidate, never silently the n-th one or an unrelated `Base n`.
+    repeat = _REPEAT.fullmatch(selector.slug)
+    if repeat:
+        base = sections_for_slug(headings, len(lines), repeat.group(1))
+        if len(base) > int(repeat.group(2)):
+            found = sorted(found + base, key=lambda s: s.first_line)
     if not found:
         raise SourceError(
             f"{selector.locator}: no heading with slug {selector.slug!r} in {selector.path}",

@@ -15,14 +15,14 @@ def repo_relative(repo: pygit2.Repository, given: str) -> str:
     if repo.workdir is None:
         # Bare repository: paths are already repository-relative.
         return given.replace(os.sep, "/")
-    root = os.path.realpath(repo.workdir)
+    # Resolve the repository root only: a symlink inside the path must reach
+    # the tree walk, which refuses it (the cwd is already a physical path).
     absolute = os.path.abspath(given)
-    # Resolve the folders but not the file itself: a symlinked packet must
-    # still be seen (and refused) as a symlink in the commit.
-    parent = os.path.realpath(os.path.dirname(absolute))
-    relative = os.path.relpath(os.path.join(parent, os.path.basename(absolute)), root)
+    relative = os.path.relpath(absolute, os.path.realpath(repo.workdir))
+    if relative.split(os.sep)[0] == os.pardir:
+        relative = os.path.relpath(absolute, os.path.abspath(repo.workdir))
     if relative == os.curdir or relative.split(os.sep)[0] == os.pardir:
         raise UsageError(
-            f"{given}: outside the repository at {root}", code="path_outside_repository"
+            f"{given}: outside the repository at {repo.workdir}", code="path_outside_repository"
         )
     return relative.replace(os.sep, "/")

@@ -25,7 +25,8 @@ MODE_LINK = 0o120000
 MODE_GITLINK = 0o160000
 MODE_TREE = 0o040000
 
-_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,64}")
+# A prefix of a SHA-1 id (4 to 40 hex) or a full SHA-256 id (64 hex).
+_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,40}|[0-9a-fA-F]{64}")
 _CHUNK = 1 << 20
 
 

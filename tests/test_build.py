@@ -208,7 +208,23 @@ def test_fail_ambiguous_even_by_github_suffix(cli, repo: Repo) -> None:
     # GitHub would call the second one notes-1; that selector depends on position.
     repo.write("docs/dup.md", "## Notes\n\n## Notes\n")
     set_reads(repo, ["docs/dup.md#notes-1"])
-    fail(cli, repo, "heading_missing")
+    assert fail(cli, repo, "heading_ambiguous")["lines"] == [1, 3]
+
+
+def test_fail_suffix_that_could_mean_a_repeat_or_a_heading(cli, repo: Repo) -> None:
+    # "notes-1" is GitHub's anchor of the second "Notes", and also the slug of
+    # "Notes 1": never silently pick one.
+    repo.write("docs/dup.md", "# Doc\n\n## Notes\n\na\n\n## Notes\n\nb\n\n## Notes 1\n\nc\n")
+    set_reads(repo, ["docs/dup.md#notes-1"])
+    assert fail(cli, repo, "heading_ambiguous")["lines"] == [3, 7, 11]
+
+
+def test_numbered_heading_without_repeats_is_not_ambiguous(cli, repo: Repo) -> None:
+    repo.write("docs/num.md", "# Doc\n\n## Step 1\n\ngo\n\n## Notes\n")
+    set_reads(repo, ["docs/num.md#step-1", "docs/num.md#notes"])
+    result = build(cli, repo)
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["reads"][0]["lines"] == [3, 6]
 
 
 def test_fail_symlink(cli, repo: Repo) -> None:
@@ -326,6 +342,23 @@ def test_fail_packet_is_symlink(cli, repo: Repo) -> None:
     result = cli(["build", "packets/P-2/packet.yml", "--json"], cwd=repo.path)
     assert result.code == 3
     assert json.loads(result.out)["error"]["code"] == "source_symlink"
+
+
+def test_fail_packet_through_symlinked_folder(cli, repo: Repo) -> None:
+    os.symlink("P-1", repo.path / "packets/P-2")
+    repo.commit()
+    result = cli(["build", "packets/P-2/packet.yml", "--json"], cwd=repo.path)
+    assert result.code == 3, result
+    assert json.loads(result.out)["error"]["code"] == "source_symlink"
+
+
+def test_packet_outside_packets_folder_is_refused(cli, repo: Repo) -> None:
+    repo.write("docs/P-9/packet.yml", packet_yaml("P-9", []))
+    repo.write("docs/P-9/context.md", "c\n")
+    repo.commit()
+    result = cli(["build", "docs/P-9/packet.yml", "--json"], cwd=repo.path)
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "invalid_packet_path"
 
 
 def test_fail_empty_slug(cli, repo: Repo) -> None:
