@@ -50,6 +50,23 @@ def _no_constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
+def has_surrogate(value: Any) -> bool:
+    """True when any string (key or value) holds a lone surrogate, which no
+    UTF-8 file can carry. Iterative: hostile nesting must not recurse."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
 def loads(data: bytes, *, what: str = "capsule") -> Any:
     """Parse strictly; a failure is ``MalformedInput`` with code ``<what>_malformed``."""
     code = f"{what}_malformed"
@@ -58,7 +75,7 @@ def loads(data: bytes, *, what: str = "capsule") -> Any:
     except UnicodeDecodeError as exc:
         raise MalformedInput(f"{what} is not valid UTF-8: {exc}", code=code) from None
     try:
-        return json.loads(
+        value = json.loads(
             text,
             object_pairs_hook=_no_duplicates,
             parse_float=_no_float,
@@ -66,3 +83,9 @@ def loads(data: bytes, *, what: str = "capsule") -> Any:
         )
     except ValueError as exc:
         raise MalformedInput(f"{what} is not valid JSON: {exc}", code=code) from None
+    except RecursionError:
+        raise MalformedInput(f"{what} is nested too deeply", code=code) from None
+    # Only an escape can smuggle a lone surrogate into the parsed text.
+    if "\\u" in text and has_surrogate(value):
+        raise MalformedInput(f"{what} holds a lone surrogate escape (not UTF-8)", code=code)
+    return value

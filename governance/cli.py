@@ -7,7 +7,9 @@ when they run, so ``capsule --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -16,6 +18,9 @@ from governance import __version__
 from governance.errors import EXIT_USAGE, CapsuleError, UsageError
 
 COMMANDS = ("build", "verify")
+
+# What a shell reports for a process killed by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
 
 EXIT_CODES = """\
 exit codes:
@@ -71,7 +76,17 @@ def _report(error: CapsuleError, as_json: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        # The reader went away (`capsule build ... | head`): nothing to say to
+        # it, and no second error when Python flushes stdout at exit.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str]) -> int:
     as_json = "--json" in argv
     try:
         args = build_parser().parse_args(argv)
@@ -84,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("capsule: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         # The file system said no (permissions, a vanished file): a user's
         # problem to fix, not a crash.
