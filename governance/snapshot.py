@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +93,7 @@ class Snapshot:
     commit_id: str
     workdir: Path | None = None
     _sizes: dict[str, int] = field(default_factory=dict, repr=False)
+    _index: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
 
     @classmethod
     def at(
@@ -173,34 +175,61 @@ class Snapshot:
         assert isinstance(blob, pygit2.Blob)
         return blob
 
+    def _index_entry(self, path: str) -> tuple[str, int] | None:
+        if self._index is None:
+            self._index = {}
+            for entry in self.repo.index:
+                self._index[entry.path] = (str(entry.id), entry.mode)
+        return self._index.get(path)
+
     def check_worktree(self, source: Source, *, locator: str | None = None) -> None:
-        """Fail closed when the working tree's bytes differ from the blob."""
+        """Fail closed when the index or the working tree differs from the blob."""
         if self.workdir is None:
             return
         shown = locator if locator is not None else source.path
+
+        def dirty(why: str, fix: str = "commit or restore it before building") -> SourceError:
+            return SourceError(
+                f"{shown}: {source.path} {why} (commit {self.commit_id[:12]}); {fix}",
+                code="source_dirty",
+                locator=shown,
+            )
+
+        if self._index_entry(source.path) != (source.blob_id, source.mode):
+            raise dirty("is staged differently from the commit")
         on_disk = self.workdir / source.path
-        dirty = SourceError(
-            f"{shown}: {source.path} differs from commit {self.commit_id[:12]} in the working "
-            "tree; commit or restore it before building",
-            code="source_dirty",
-            locator=shown,
-        )
         try:
             st = os.lstat(on_disk)
         except FileNotFoundError:
-            raise dirty from None
+            raise dirty("is deleted in the working tree") from None
         if not stat.S_ISREG(st.st_mode) or st.st_size != self.size(source):
-            raise dirty
+            raise self._differs(source, dirty)
         # Compare in chunks: a large source is never held twice.
         view = memoryview(self.blob(source))
         with open(on_disk, "rb") as handle:
             offset = 0
             while chunk := handle.read(_CHUNK):
                 if view[offset : offset + len(chunk)] != chunk:
-                    raise dirty
+                    raise self._differs(source, dirty)
                 offset += len(chunk)
         if offset != len(view):
-            raise dirty
+            raise self._differs(source, dirty)
+
+    def _differs(self, source: Source, dirty: Callable[..., SourceError]) -> SourceError:
+        try:
+            clean_to_git = self.repo.status_file(source.path) == 0
+        except (KeyError, pygit2.GitError):
+            clean_to_git = False
+        if clean_to_git:
+            # git sees no change because a checkout filter or line-ending
+            # conversion rewrote the bytes; capsules hold raw blob bytes.
+            return dirty(
+                "differs from its blob only through checkout filters or line-ending "
+                "conversion (.gitattributes, core.autocrlf)",
+                "build with --at <commit id> to use the committed bytes, or turn the "
+                "conversion off for this path",
+            )
+        return dirty("differs in the working tree")
 
     def read(self, source: Source) -> bytes:
         return self.blob(source).data

@@ -306,6 +306,32 @@ def test_fail_staged_but_uncommitted_is_dirty(cli, repo: Repo) -> None:
     fail(cli, repo, "source_dirty")
 
 
+def test_fail_staged_only_change_is_dirty(cli, repo: Repo) -> None:
+    # The working tree matches the commit again, but the index does not.
+    original = (repo.path / "docs/notes.md").read_bytes()
+    repo.write("docs/notes.md", "# Notes\n\nstaged\n")
+    repo.git("add", "docs/notes.md")
+    repo.write("docs/notes.md", original)
+    assert "staged" in fail(cli, repo, "source_dirty")["message"]
+
+
+def test_fail_removed_from_index_is_dirty(cli, repo: Repo) -> None:
+    repo.git("rm", "-q", "--cached", "docs/notes.md")
+    fail(cli, repo, "source_dirty")
+
+
+def test_fail_line_ending_conversion_names_the_cause(cli, repo: Repo) -> None:
+    repo.write(".gitattributes", "*.md text eol=crlf\n")
+    repo.commit()
+    (repo.path / "docs/notes.md").unlink()
+    repo.git("checkout", "--", "docs/notes.md")
+    assert repo.git("status", "--porcelain") == ""
+    message = fail(cli, repo, "source_dirty")["message"]
+    assert "line-ending conversion" in message
+    assert "--at" in message
+    assert build(cli, repo, "--at", repo.head()).code == 0
+
+
 def test_fail_too_many_reads_names_the_limit(cli, repo: Repo) -> None:
     reads = [f"docs/f{i}.md" for i in range(9)]
     for read in reads:
