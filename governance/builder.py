@@ -146,9 +146,16 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
         budget.check(limits, lower, floor, at_least=True)
 
     excerpts = []
+    running = floor[:2]
     for selector, source in zip(selectors, sources, strict=True):
         snapshot.check_worktree(source, locator=selector.locator)
-        excerpts.append(select(selector, source, snapshot.read(source)))
+        excerpt = select(selector, source, snapshot.read(source))
+        excerpts.append(excerpt)
+        # Stop at the first selection that cannot fit, before reading the rest.
+        running.append(budget.Cost(selector.locator, len(excerpt.text.encode("utf-8"))))
+        lower = budget.estimate_tokens(sum(c.n_bytes for c in running))
+        if not limits.fits(lower):
+            budget.check(limits, lower, running, at_least=True)
 
     document: dict[str, Any] = {
         "schema": SCHEMA_V1,

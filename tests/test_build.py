@@ -518,6 +518,17 @@ def test_over_budget_context_refused_before_reading(cli, repo: Repo) -> None:
     assert "at least" in error["message"]
 
 
+def test_over_budget_heading_section_stops_before_later_reads(cli, repo: Repo) -> None:
+    repo.write("docs/big.md", "# Top\n\n" + "word " * 9000 + "\n")
+    set_reads(repo, ["docs/big.md#top", "docs/notes.md"])
+    repo.write("docs/notes.md", "dirty, but never reached\n")
+    result = build(cli, repo, "--json")
+    assert result.code == 4
+    error = json.loads(result.out)["error"]
+    assert [p["part"] for p in error["parts"]][-1] == "docs/big.md#top"
+    assert "at least" in error["message"]
+
+
 def test_budget_fits_exactly_at_target(cli, repo: Repo) -> None:
     def with_target(tokens: int) -> str:
         return packet_yaml("P-1", ["docs/notes.md"], budget=f"{{target_tokens: {tokens}}}")
