@@ -29,16 +29,18 @@ def test_regeneration_matches_committed_goldens(tmp_path: Path) -> None:
         assert path.read_bytes() == data, f"{path.name} drifted: rerun make_golden.py"
 
 
-def test_check_mode_fails_on_drift(tmp_path: Path) -> None:
+def test_check_mode_fails_on_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     generator = _load_generator()
-    golden = next(iter(generator.GOLDEN.values()))
-    original = golden.read_bytes()
-    try:
-        golden.write_bytes(original.replace(b"GOLD-1", b"GOLD-2", 1))
-        assert generator.main(["--check"]) == 1
-    finally:
-        golden.write_bytes(original)
+    # Work on copies: the committed goldens are never touched by the test.
+    copies = {}
+    for packet, golden in generator.GOLDEN.items():
+        copies[packet] = tmp_path / golden.name
+        copies[packet].write_bytes(golden.read_bytes())
+    monkeypatch.setattr(generator, "GOLDEN", copies)
     assert generator.main(["--check"]) == 0
+    first = next(iter(copies.values()))
+    first.write_bytes(first.read_bytes().replace(b"GOLD-1", b"GOLD-2", 1))
+    assert generator.main(["--check"]) == 1
 
 
 @pytest.mark.parametrize("name", ["GOLD-1.capsule.json"])
