@@ -157,7 +157,7 @@ def _register_run(commands: Any) -> None:
         ),
     )
     add_json_flag(parser)
-    parser.set_defaults(run=run_agents)
+    parser.set_defaults(run=run_and_verify)
 
 
 def _register_prompt(commands: Any) -> None:
@@ -206,7 +206,7 @@ def run_verify(args: argparse.Namespace) -> int:
     return _report(evaluate(capsule, args.capsule, submissions), args.json)
 
 
-def run_agents(args: argparse.Namespace) -> int:
+def run_and_verify(args: argparse.Namespace) -> int:
     import os
 
     from governance import __version__, canonical

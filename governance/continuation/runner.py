@@ -419,12 +419,16 @@ def run_agents(
     run_as = agent_user()
     started: list[_Started] = []
     runs: list[AgentRun | None] = [None] * len(commands)
+    failures: list[BaseException] = []
     try:
         for slot, argv in zip(SLOTS, commands, strict=True):
             started.append(_start(slot, argv, run_as, passed, environ))
 
         def finish(index: int) -> None:
-            runs[index] = _finish(started[index], capsule, timeout, run_as, passed)
+            try:
+                runs[index] = _finish(started[index], capsule, timeout, run_as, passed)
+            except BaseException as exc:  # re-raised in the calling thread below
+                failures.append(exc)
 
         threads = [
             threading.Thread(target=finish, args=(index,), name=f"agent-{item.slot}")
@@ -441,10 +445,9 @@ def run_agents(
                 _kill_group(item.process.pid)
         for item in started:
             _remove_workspace(item.workspace)
-    finished = tuple(run for run in runs if run is not None)
-    if len(finished) != len(commands):
-        raise RuntimeError("an agent thread ended without a record")
-    return finished
+    if failures:
+        raise failures[0]
+    return tuple(run for run in runs if run is not None)
 
 
 def evidence(
