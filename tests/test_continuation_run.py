@@ -460,3 +460,75 @@ def test_corrupt_capsule_runs_no_agent(cli, capsule: Path, stub) -> None:
     assert result.code == 2
     assert json.loads(result.out)["error"]["code"] == "non_canonical"
     assert "running agents" not in result.err
+
+
+# -- the documented adapter, run for real against a stand-in for `llm` -------
+
+ADAPTER = Path(__file__).resolve().parent.parent / "docs" / "examples" / "continuation-llm.sh"
+
+# Answers like a chatty model: prose, a code fence, and fields it cannot know.
+FAKE_LLM = """\
+import json, sys
+
+args = sys.argv[1:]
+system = args[args.index("-s") + 1]
+if args[0] != "prompt" or not system.startswith("continuation-prompt/1\\n"):
+    sys.exit("the adapter did not send the continuation prompt")
+capsule = json.loads(sys.stdin.read())
+answer = {
+    "schema": "continuation-result/1",
+    "agent": {"id": "the model"},
+    "prior_context": False,
+    "capsule_sha256": "unknown",
+    "decision": "continue",
+    "rationale": "The packet and phase 2 say what to do.",
+    "next_action": "Start phase 2.",
+    "citations": [capsule["reads"][0]["locator"]],
+}
+print("Here is my decision:\\n```json\\n" + json.dumps(answer, indent=2) + "\\n```")
+"""
+
+
+def test_documented_llm_adapter(
+    cli, capsule: Path, agent_python: str, stub_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = stub_folder / "adapter"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    folder.chmod(0o755)
+    adapter = folder / ADAPTER.name
+    shutil.copyfile(ADAPTER, adapter)
+    adapter.chmod(0o755)
+    (folder / "continuation-prompt.txt").write_text(cli(["continuation", "prompt"]).out)
+    fake = folder / "llm"
+    fake.write_text(f"#!{agent_python}\n{FAKE_LLM}")
+    fake.chmod(0o755)
+    python3 = folder / "python3"
+    python3.unlink(missing_ok=True)
+    python3.symlink_to(agent_python)
+    monkeypatch.setenv("PATH", f"{folder}:{SYSTEM_PATH}")
+    monkeypatch.setenv("LLM_MODEL", "fake-model")
+    code, verdict = run(
+        cli, capsule, "--agent", str(adapter), "--pass-env", "PATH", "--pass-env", "LLM_MODEL"
+    )
+    assert code == 0, verdict["checks"]
+    results = [entry["result"] for entry in verdict["results"]]
+    assert [r["agent"]["id"] for r in results] == ["llm:fake-model:a", "llm:fake-model:b"]
+    assert all(f"prompt sha256 {prompt.sha256()}" in r["agent"]["runtime"] for r in results)
+    assert all(r["capsule_sha256"] == verdict["capsule"]["sha256"] for r in results)
+
+
+def test_docs_cover_every_run_option_and_check() -> None:
+    from governance.cli import build_parser
+
+    docs = (ADAPTER.parent.parent / "continuation.md").read_text()
+    continuation = build_parser()._subparsers._group_actions[0].choices["continuation"]
+    commands = continuation._subparsers._group_actions[0].choices
+    for name, parser in commands.items():
+        assert f"capsule continuation {name}" in docs
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option not in {"-h", "--help"}:
+                    assert option in docs, (name, option)
+    for check in ("two_results", "schema_valid", "distinct_identities", "no_prior_context",
+                  "capsule_bound", "citations_in_capsule", "decisions_agree"):  # fmt: skip
+        assert check in docs
