@@ -310,9 +310,7 @@ def test_agent_printing_non_json(cli, capsule: Path, stub) -> None:
     code, verdict = run(cli, capsule, "--agent", chatty, "--agent-b", stub(name="honest"))
     assert code == 1
     assert failing(verdict) == [1]
-    assert reason(verdict, 1).startswith(
-        "a (agent a): not one JSON object: result is not valid JSON"
-    )
+    assert reason(verdict, 1).startswith("a (agent a): not one JSON object: not valid JSON")
 
 
 def test_secret_in_the_runner_environment_never_reaches_the_agent(

@@ -124,13 +124,15 @@ def test_one_result(cli, capsule: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "why"),
     [
-        (b"", "printed nothing"),
-        (b"continue\n", "result is not valid JSON"),
-        (b"[1, 2]", "result is an array in JSON, not an object"),
-        (b'{"a": 1} {"b": 2}', "result is not valid JSON: Extra data"),
+        (b"", "the output is empty"),
+        (b"continue\n", "not valid JSON"),
+        (b"[1, 2]", "an array in JSON, not an object"),
+        (b'{"a": 1} {"b": 2}', "not valid JSON: Extra data"),
         (b'{"decision": "continue", "decision": "blocked"}', "duplicate key 'decision'"),
+        (b'{"rationale": NaN}', "NaN is not JSON"),
+        (b'{"rationale": "caf\xe9"}', "not valid UTF-8"),
     ],
-    ids=["empty", "prose", "array", "two-objects", "duplicate-key"],
+    ids=["empty", "prose", "array", "two-objects", "duplicate-key", "nan", "latin-1"],
 )
 def test_result_that_is_not_one_json_object(
     cli, capsule: Path, tmp_path: Path, content: bytes, why: str
@@ -150,6 +152,7 @@ def test_result_that_is_not_one_json_object(
     ("changes", "where"),
     [
         ({"confidence": "high"}, "Additional properties"),
+        ({"confidence": 0.9}, "Additional properties"),
         ({"decision": "maybe"}, "$.decision"),
         ({"next_action": None}, "'next_action' is a required property"),
         ({"decision": "blocked", "next_action": None}, "'blockers' is a required property"),
@@ -161,7 +164,7 @@ def test_result_that_is_not_one_json_object(
         ({"schema": "continuation-result/2"}, "$.schema"),
     ],
     ids=[
-        "extra-field", "unknown-decision", "continue-without-next-action",
+        "extra-field", "extra-float-field", "unknown-decision", "continue-without-next-action",
         "blocked-without-blockers", "blocked-with-empty-blockers", "blank-rationale",
         "no-citations", "bad-hash", "extra-agent-field", "unknown-version",
     ],

@@ -8,12 +8,12 @@ Only a run that kept invocation evidence may mark a claim ``runner_observed``.
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from governance import canonical
 from governance.continuation import prompt
 from governance.errors import MalformedInput
 from governance.hashing import sha256_hex
@@ -163,16 +163,35 @@ def _listing(items: Sequence[str]) -> str:
     return shown
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _parse(data: bytes) -> dict[str, Any]:
+    """Exactly one JSON object, strictly: a duplicate key could make two
+    readers see two different results. Numbers are left to the schema."""
     if not data.strip():
-        raise ValueError("printed nothing" if not data else "holds only whitespace")
+        raise ValueError("the output is empty" if not data else "the output is only whitespace")
     try:
-        value = canonical.loads(data, what="result")
-    except MalformedInput as exc:
-        raise ValueError(exc.message) from None
+        value = json.loads(
+            data.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant
+        )
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number"}
-        raise ValueError(f"result is {kind.get(type(value), 'null')} in JSON, not an object")
+        raise ValueError(f"{kind.get(type(value), 'a number or null')} in JSON, not an object")
     return value
 
 
