@@ -37,7 +37,7 @@ execution is unattested without it.
 
 exit codes:
   0  agreement: all seven checks pass
-  1  a check failed, or the decisions differ
+  1  no agreement: a check failed (the decisions differ, ...) or was skipped
   2  bad usage or malformed input (the capsule fails verify's pre-checks, a
      result file cannot be read, an agent command cannot be found)"""
 
