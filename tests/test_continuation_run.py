@@ -515,7 +515,7 @@ def test_documented_llm_adapter(
     assert all(r["capsule_sha256"] == verdict["capsule"]["sha256"] for r in results)
 
 
-def test_docs_cover_every_run_option_and_check() -> None:
+def test_every_option_has_help_and_docs() -> None:
     from governance.cli import build_parser
 
     docs = (ADAPTER.parent.parent / "continuation.md").read_text()
@@ -524,6 +524,7 @@ def test_docs_cover_every_run_option_and_check() -> None:
     for name, parser in commands.items():
         assert f"capsule continuation {name}" in docs
         for action in parser._actions:
+            assert action.help, (name, action.dest)
             for option in action.option_strings:
                 if option not in {"-h", "--help"}:
                     assert option in docs, (name, option)

@@ -61,7 +61,11 @@ def register(sub: Any) -> None:
         epilog=CHECKS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="continuation_command", metavar="SUBCOMMAND")
+    commands = parser.add_subparsers(
+        dest="continuation_command",
+        metavar="SUBCOMMAND",
+        help="verify two results, run two agents and verify, or print the agent prompt",
+    )
     commands.required = True
     _register_verify(commands)
     _register_run(commands)
