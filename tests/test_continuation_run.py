@@ -452,6 +452,17 @@ def test_timeout_must_be_positive_and_finite(cli, capsule: Path, stub, timeout: 
     assert document["error"]["code"] == "usage"
 
 
+def test_evidence_folder_must_exist_before_agents_run(
+    cli, capsule: Path, stub, tmp_path: Path
+) -> None:
+    target = tmp_path / "no-such-folder" / "evidence.json"
+    result = cli(["continuation", "run", str(capsule), "--json", "--agent", stub(name="honest"),
+                  "--evidence", str(target)])  # fmt: skip
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "output_failed"
+    assert "running agents" not in result.err
+
+
 def test_corrupt_capsule_runs_no_agent(cli, capsule: Path, stub) -> None:
     capsule.write_bytes(capsule.read_bytes().replace(b'"commit"', b' "commit"', 1))
     result = cli(["continuation", "run", str(capsule), "--json", "--agent", stub()])

@@ -227,6 +227,11 @@ def run_and_verify(args: argparse.Namespace) -> int:
             f"--timeout must be a positive number of seconds, not {args.timeout:g}",
             code="usage",
         )
+    if args.evidence and not os.path.isdir(os.path.dirname(os.path.abspath(args.evidence))):
+        # Fail before the agents run, not after their work is done.
+        raise UsageError(
+            f"{args.evidence}: cannot write evidence: no such folder", code="output_failed"
+        )
     passed = runner.check_pass_env(args.pass_env, os.environ)
     command_a = runner.parse_command(args.agent, "--agent")
     command_b = (
