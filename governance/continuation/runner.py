@@ -187,7 +187,9 @@ def parse_command(command: str, option: str) -> tuple[str, ...]:
     if not argv:
         raise UsageError(f"{option}: the command is empty", code="agent_command_invalid")
     program = argv[0]
-    found = os.path.abspath(program) if "/" in program else shutil.which(program)
+    found = program if "/" in program else shutil.which(program)
+    # Absolute: the agent starts in its workspace, not in our cwd.
+    found = None if found is None else os.path.abspath(found)
     if found is None or not os.path.isfile(found):
         raise UsageError(
             f"{option}: {program}: no such program" + ("" if "/" in program else " on PATH"),
