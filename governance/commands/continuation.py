@@ -1,0 +1,315 @@
+"""``capsule continuation``: two fresh agents, one capsule, one decision."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+from governance.cli import add_json_flag
+
+if TYPE_CHECKING:
+    from governance.continuation.verdict import Verdict
+
+HELP = "check that two fresh agents given only a capsule reach the same decision"
+
+DEFAULT_TIMEOUT = 300.0
+
+CHECKS = """\
+checks, each reported with its outcome (pass, fail, skipped) and a reason:
+  (1) two_results           exactly two results, each one JSON object (with run:
+                            from an agent that started, exited 0 in time and
+                            left its workspace untouched)
+  (2) schema_valid          each is a valid continuation-result/1 document
+  (3) distinct_identities   the agent ids differ (case-insensitive, NFKC)
+  (4) no_prior_context      both claim prior_context: false
+  (5) capsule_bound         both bind the SHA-256 of the exact capsule bytes
+  (6) citations_in_capsule  every citation is the packet path, the context path
+                            or a read's locator, exactly as in the capsule
+  (7) decisions_agree       both decide continue, or both decide blocked
+
+The verdict (continuation-verdict/1) is scoped to semantic agreement and grants
+no authority. Agent identity is always agent-reported; the fresh-workspace and
+no-prior-context claims are runner-observed only with run --evidence, and
+execution is unattested without it.
+
+exit codes:
+  0  agreement: all seven checks pass
+  1  no agreement: a check failed (the decisions differ, ...) or was skipped
+  2  bad usage or malformed input (the capsule fails verify's pre-checks, a
+     result file cannot be read, an agent command cannot be found)"""
+
+
+def _wrap(text: str) -> str:
+    # The epilogs are preformatted tables; descriptions are prose to wrap.
+    return textwrap.fill(text, width=79)
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "continuation",
+        help=HELP,
+        description=_wrap(
+            "The continuation proof: a capsule is good enough to hand over when two "
+            "agents that have never seen the work, each given only the capsule, reach "
+            "the same decision (continue, or blocked). 'run' starts the two agents "
+            "itself and then verifies; 'verify' checks two result files; 'prompt' "
+            "prints the instruction text an agent adapter gives its model."
+        ),
+        epilog=CHECKS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(
+        dest="continuation_command",
+        metavar="SUBCOMMAND",
+        help="verify two results, run two agents and verify, or print the agent prompt",
+    )
+    commands.required = True
+    _register_verify(commands)
+    _register_run(commands)
+    _register_prompt(commands)
+
+
+def _register_verify(commands: Any) -> None:
+    parser = commands.add_parser(
+        "verify",
+        help="check two continuation results for one capsule",
+        usage="capsule continuation verify [-h] [--json] CAPSULE RESULT_A RESULT_B",
+        description=_wrap(
+            "Check two continuation-result/1 files for CAPSULE. The capsule must pass "
+            "verify's pre-checks (canonical bytes, schema, internal hashes, budget), or "
+            "the command stops with exit 2. Prints one line per check and each agent's "
+            "decision; with --json, the continuation-verdict/1 document."
+        ),
+        epilog=CHECKS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("capsule", metavar="CAPSULE", help="the capsule file both agents read")
+    parser.add_argument(
+        "results",
+        metavar="RESULT",
+        nargs="+",
+        help="the result files; check (1) requires exactly two",
+    )
+    add_json_flag(parser)
+    parser.set_defaults(run=run_verify)
+
+
+def _register_run(commands: Any) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run two fresh agents on a capsule, then verify their results",
+        description=_wrap(
+            "Run agent a (--agent) and agent b (--agent-b, default: the same command) "
+            "concurrently. Each runs in a new, empty, read-only temporary workspace "
+            "(its cwd and HOME) with the exact capsule bytes on stdin, no extra "
+            "arguments, and an environment of only PATH (/usr/local/bin:/usr/bin:/bin "
+            "unless --pass-env PATH), LANG and LC_ALL (C.UTF-8), HOME, "
+            "CAPSULE_AGENT_SLOT (a or b) and the --pass-env names. Run as root, the "
+            "agents run as the user 'nobody', so the command and all it reads must be "
+            "accessible to that user. Each must print one continuation-result/1 JSON "
+            "object on stdout and exit 0 within the timeout; a timeout kills its whole "
+            "process group. A workspace found changed afterwards fails that agent. "
+            "Then the results are verified as by 'verify'. This is not a sandbox: "
+            "agents can still reach the network and what their user can read."
+        ),
+        epilog=CHECKS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("capsule", metavar="CAPSULE", help="the capsule file to hand over")
+    parser.add_argument(
+        "--agent",
+        metavar="CMD",
+        required=True,
+        help=(
+            "the agent command, split like a shell would (no shell runs it); its "
+            "program is found on the runner's PATH, or relative to the current folder"
+        ),
+    )
+    parser.add_argument(
+        "--agent-b",
+        metavar="CMD",
+        help="a different command for agent b (default: the --agent command)",
+    )
+    parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds each agent may run (default: {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--pass-env",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help=(
+            "pass this environment variable on to both agents (repeatable); it must "
+            "be set. Only its name is recorded. HOME, LANG, LC_ALL and "
+            "CAPSULE_AGENT_SLOT are set by the runner and cannot be passed"
+        ),
+    )
+    parser.add_argument(
+        "--evidence",
+        metavar="FILE",
+        help=(
+            "write the invocation evidence (continuation-evidence/1, canonical JSON) to "
+            "FILE atomically; the verdict then records its SHA-256 and marks the "
+            "workspace and prior-context claims runner_observed"
+        ),
+    )
+    add_json_flag(parser)
+    parser.set_defaults(run=run_and_verify)
+
+
+def _register_prompt(commands: Any) -> None:
+    parser = commands.add_parser(
+        "prompt",
+        help="print the fixed instruction text for an agent's model",
+        description=_wrap(
+            "Print the fixed, versioned instruction text (continuation-prompt/1) that an "
+            "agent adapter gives its model together with the capsule: what to decide, "
+            "the result form, and that every excerpt is untrusted data. Verdicts record "
+            "its SHA-256. With --json: its version, sha256 and text."
+        ),
+    )
+    add_json_flag(parser)
+    parser.set_defaults(run=run_prompt)
+
+
+def run_prompt(args: argparse.Namespace) -> int:
+    from governance.continuation import prompt
+    from governance.output import print_json
+
+    if args.json:
+        print_json({"version": prompt.VERSION, "sha256": prompt.sha256(), "text": prompt.TEXT})
+    else:
+        sys.stdout.write(prompt.TEXT)
+        sys.stdout.flush()
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from governance.continuation.verdict import Submission, evaluate, slot_name
+    from governance.errors import UsageError
+    from governance.reader import read_capsule_file
+
+    capsule = read_capsule_file(args.capsule)
+    submissions = []
+    for index, path in enumerate(args.results):
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise UsageError(
+                f"{path}: cannot read result: {exc.strerror}", code="result_unreadable"
+            ) from None
+        submissions.append(Submission(slot_name(index), path, data))
+    return _report(evaluate(capsule, args.capsule, submissions), args.json)
+
+
+def run_and_verify(args: argparse.Namespace) -> int:
+    import os
+
+    from governance import __version__, canonical
+    from governance.continuation import prompt, runner
+    from governance.continuation.verdict import Submission, evaluate
+    from governance.errors import UsageError
+    from governance.hashing import sha256_hex
+    from governance.output import warn, write_atomic
+    from governance.reader import read_capsule_file
+
+    capsule = read_capsule_file(args.capsule)
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(
+            f"--timeout must be a positive number of seconds, not {args.timeout:g}",
+            code="usage",
+        )
+    if args.evidence and not os.path.isdir(os.path.dirname(os.path.abspath(args.evidence))):
+        # Fail before the agents run, not after their work is done.
+        raise UsageError(
+            f"{args.evidence}: cannot write evidence: no such folder", code="output_failed"
+        )
+    passed = runner.check_pass_env(args.pass_env, os.environ)
+    command_a = runner.parse_command(args.agent, "--agent")
+    command_b = (
+        command_a if args.agent_b is None else runner.parse_command(args.agent_b, "--agent-b")
+    )
+    run_as = runner.agent_user()
+    who = f"as user {run_as.name or run_as.uid}" if run_as.privilege_dropped else "as yourself"
+    warn(
+        f"capsule: running agents a and b {who} in fresh read-only workspaces "
+        f"(timeout {args.timeout:g} s each)"
+    )
+    runs = runner.run_agents(
+        capsule.data, (command_a, command_b), timeout=args.timeout, passed=passed
+    )
+    evidence_sha256 = None
+    if args.evidence:
+        data = canonical.dumps(
+            runner.evidence(
+                runs,
+                capsule_sha256=capsule.sha256,
+                prompt_sha256=prompt.sha256(),
+                timeout=args.timeout,
+                version=__version__,
+            )
+        )
+        write_atomic(args.evidence, data)
+        evidence_sha256 = sha256_hex(data)
+    submissions = [
+        Submission(
+            run.slot,
+            f"agent {run.slot}",
+            None if run.start_error is not None else run.stdout,
+            run.problem,
+        )
+        for run in runs
+    ]
+    return _report(
+        evaluate(capsule, args.capsule, submissions, evidence_sha256=evidence_sha256), args.json
+    )
+
+
+def _printable(text: str) -> str:
+    # Agent-written text reaches a terminal here: show control characters
+    # (escape sequences included) instead of sending them.
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def _report(verdict: Verdict, as_json: bool) -> int:
+    from governance.output import print_json
+
+    if as_json:
+        print_json(verdict.to_json())
+        return 0 if verdict.agreement else 1
+    lines = [
+        f"({check.number}) {check.outcome:<7}  {check.name}: {check.reason}"
+        for check in verdict.checks
+    ]
+    for slot, result in verdict.valid.items():
+        if result["decision"] == "continue":
+            detail = f"next action: {result['next_action']}"
+        else:
+            detail = "blockers: " + "; ".join(result["blockers"])
+        lines.append(f"{slot}  {result['agent']['id']}  {result['decision']}  {detail}")
+    sys.stdout.write("".join(_printable(line) + "\n" for line in lines))
+    sys.stdout.flush()
+    document = verdict.capsule.document
+    outcome = f"agreement: {verdict.decision}" if verdict.agreement else "no agreement (exit 1)"
+    claim = verdict.observed_claim.replace("_", "-")
+    execution = (
+        "unattested"
+        if verdict.evidence_sha256 is None
+        else f"runner-observed (evidence sha256 {verdict.evidence_sha256[:12]})"
+    )
+    print(
+        f"capsule: continuation of {document['id']} (capsule sha256 "
+        f"{verdict.capsule.sha256[:12]}): {outcome}. Scope: semantic agreement only; "
+        f"authority: none; identity agent-reported, fresh workspace and no prior context "
+        f"{claim}; execution {execution}.",
+        file=sys.stderr,
+    )
+    return 0 if verdict.agreement else 1

@@ -1,0 +1,376 @@
+"""The seven continuation checks and the verdict they add up to.
+
+A verdict says whether two results for one capsule agree, and nothing more:
+its scope is semantic agreement, it grants no authority, and each operational
+claim (identity, fresh workspace, no prior context) names who stands behind it.
+Only a run that kept invocation evidence may mark a claim ``runner_observed``.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from governance.continuation import prompt
+from governance.errors import MalformedInput
+from governance.hashing import sha256_hex
+from governance.reader import CapsuleFile
+
+RESULT_SCHEMA = "continuation-result/1"
+VERDICT_SCHEMA = "continuation-verdict/1"
+
+SCOPE = "semantic_agreement"
+AUTHORITY = "none"
+AGENT_REPORTED = "agent_reported"
+RUNNER_OBSERVED = "runner_observed"
+UNATTESTED = "unattested"
+
+PASS = "pass"
+FAIL = "fail"
+SKIPPED = "skipped"
+
+CHECK_NAMES = (
+    "two_results",
+    "schema_valid",
+    "distinct_identities",
+    "no_prior_context",
+    "capsule_bound",
+    "citations_in_capsule",
+    "decisions_agree",
+)
+
+# Reasons quote agent-written strings; keep them readable when an agent floods.
+_MAX_LISTED = 5
+_MAX_QUOTED = 80
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One slot's candidate result: the bytes it produced and, when the runner
+    saw the agent misbehave (crash, timeout, written workspace), why it cannot
+    count as a result."""
+
+    slot: str
+    source: str
+    data: bytes | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    number: int
+    name: str
+    outcome: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "name": self.name,
+            "outcome": self.outcome,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    capsule: CapsuleFile
+    capsule_path: str
+    submissions: tuple[Submission, ...]
+    valid: Mapping[str, dict[str, Any]]
+    checks: tuple[Check, ...]
+    evidence_sha256: str | None = None
+    prompt_sha256: str = field(default_factory=prompt.sha256)
+
+    @property
+    def agreement(self) -> bool:
+        return all(check.outcome == PASS for check in self.checks)
+
+    @property
+    def decision(self) -> str | None:
+        if not self.agreement:
+            return None
+        return str(next(iter(self.valid.values()))["decision"])
+
+    @property
+    def observed_claim(self) -> str:
+        return AGENT_REPORTED if self.evidence_sha256 is None else RUNNER_OBSERVED
+
+    def to_json(self) -> dict[str, Any]:
+        execution: dict[str, Any] = {"status": UNATTESTED}
+        if self.evidence_sha256 is not None:
+            execution = {"status": RUNNER_OBSERVED, "evidence_sha256": self.evidence_sha256}
+        return {
+            "schema": VERDICT_SCHEMA,
+            "scope": SCOPE,
+            "authority": AUTHORITY,
+            "agreement": self.agreement,
+            "decision": self.decision,
+            "capsule": {
+                "path": self.capsule_path,
+                "sha256": self.capsule.sha256,
+                "id": self.capsule.document["id"],
+                "commit": self.capsule.commit,
+            },
+            "prompt": {"version": prompt.VERSION, "sha256": self.prompt_sha256},
+            "results": [
+                {
+                    "slot": s.slot,
+                    "source": s.source,
+                    "sha256": None if s.data is None else sha256_hex(s.data),
+                    "result": self.valid.get(s.slot),
+                }
+                for s in self.submissions
+            ],
+            "checks": [check.to_json() for check in self.checks],
+            "claims": {
+                "identity": AGENT_REPORTED,
+                "fresh_workspace": self.observed_claim,
+                "no_prior_context": self.observed_claim,
+            },
+            "execution": execution,
+        }
+
+
+def citable_parts(capsule: CapsuleFile) -> tuple[str, ...]:
+    """Every locator a result may cite: the packet and context paths (both are
+    in the capsule whole) and each read's locator, exactly as recorded. A path
+    whose read is one heading's section is not citable as the whole file: the
+    agent never saw the rest of it."""
+    document = capsule.document
+    parts = [document["packet"]["path"], document["context"]["path"]]
+    parts += [read["locator"] for read in document["reads"]]
+    return tuple(dict.fromkeys(parts))
+
+
+def slot_name(index: int) -> str:
+    return chr(ord("a") + index) if index < 26 else f"r{index + 1}"
+
+
+def _quote(text: str) -> str:
+    if len(text) > _MAX_QUOTED:
+        text = text[: _MAX_QUOTED - 1] + "…"
+    return repr(text)
+
+
+def _listing(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_MAX_LISTED])
+    if len(items) > _MAX_LISTED:
+        shown += f" and {len(items) - _MAX_LISTED} more"
+    return shown
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse(data: bytes) -> dict[str, Any]:
+    """Exactly one JSON object, strictly: a duplicate key could make two
+    readers see two different results. Numbers are left to the schema."""
+    if not data.strip():
+        raise ValueError("the output is empty" if not data else "the output is only whitespace")
+    try:
+        value = json.loads(
+            data.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant
+        )
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number"}
+        raise ValueError(f"{kind.get(type(value), 'a number or null')} in JSON, not an object")
+    return value
+
+
+def _identity(agent_id: str) -> str:
+    # Two spellings of one name are one identity.
+    return unicodedata.normalize("NFKC", agent_id).strip().casefold()
+
+
+def _scoped(
+    number: int,
+    valid: Mapping[str, dict[str, Any]],
+    complete: bool,
+    violations: Iterable[str],
+    held: str,
+) -> Check:
+    """A per-result check: fails on any violation, passes only when it held
+    for a complete pair, and is otherwise skipped (with what did hold)."""
+    name = CHECK_NAMES[number - 1]
+    found = list(violations)
+    if found:
+        return Check(number, name, FAIL, "; ".join(found))
+    if complete:
+        return Check(number, name, PASS, held)
+    if not valid:
+        return Check(number, name, SKIPPED, "no valid result to check")
+    slots = ", ".join(valid)
+    return Check(number, name, SKIPPED, f"held for {slots}, but there is no complete valid pair")
+
+
+def _pairwise(number: int, valid: Mapping[str, dict[str, Any]]) -> Check | None:
+    if len(valid) < 2:
+        name = CHECK_NAMES[number - 1]
+        have = ", ".join(valid) or "none"
+        return Check(number, name, SKIPPED, f"needs two valid results (valid: {have})")
+    return None
+
+
+def evaluate(
+    capsule: CapsuleFile,
+    capsule_path: str,
+    submissions: Sequence[Submission],
+    *,
+    evidence_sha256: str | None = None,
+) -> Verdict:
+    """Run checks (1)-(7) over ``submissions`` for ``capsule``.
+
+    The capsule has already passed the reader's pre-checks (canonical bytes,
+    schema, internal hashes, budget): a capsule that fails them is malformed
+    input, not a disagreement, and never reaches this function.
+    """
+    from governance.schema import validate as schema_validate
+
+    # (1) Exactly two results, each one JSON object from an agent that behaved.
+    objects: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    if len(submissions) != 2:
+        problems.append(f"{len(submissions)} results given; exactly two are required")
+    for s in submissions:
+        if s.problem is not None:
+            problems.append(f"{s.slot} ({s.source}): {s.problem}")
+            continue
+        try:
+            objects[s.slot] = _parse(s.data or b"")
+        except ValueError as exc:
+            problems.append(f"{s.slot} ({s.source}): not one JSON object: {exc}")
+    sources = ", ".join(f"{s.slot} from {s.source}" for s in submissions)
+    checks = [
+        Check(1, CHECK_NAMES[0], FAIL, "; ".join(problems))
+        if problems
+        else Check(1, CHECK_NAMES[0], PASS, f"two results, each one JSON object: {sources}")
+    ]
+    pair = not problems
+
+    # (2) Each is valid against the closed continuation-result/1 schema.
+    valid: dict[str, dict[str, Any]] = {}
+    invalid: list[str] = []
+    for slot, value in objects.items():
+        try:
+            schema_validate(
+                value, "continuation-result-1", what=f"result {slot}", code="result_invalid"
+            )
+        except MalformedInput as exc:
+            invalid.append(exc.message)
+        else:
+            valid[slot] = value
+    checks.append(
+        _scoped(2, valid, pair, invalid, f"both results are valid {RESULT_SCHEMA} documents")
+    )
+    complete = pair and len(valid) == 2
+
+    # (3) The claimed identities are distinct.
+    check = _pairwise(3, valid)
+    if check is None:
+        by_identity: dict[str, list[str]] = {}
+        for slot, value in valid.items():
+            by_identity.setdefault(_identity(value["agent"]["id"]), []).append(slot)
+        same = [
+            f"{' and '.join(slots)} claim the same identity "
+            f"{_quote(valid[slots[0]]['agent']['id'])}"
+            for slots in by_identity.values()
+            if len(slots) > 1
+        ]
+        ids = ", ".join(f"{slot} is {_quote(v['agent']['id'])}" for slot, v in valid.items())
+        check = _scoped(3, valid, complete, same, f"distinct agent-reported identities: {ids}")
+    checks.append(check)
+
+    # (4) Both claim to have had no prior context.
+    checks.append(
+        _scoped(
+            4,
+            valid,
+            complete,
+            (
+                f"{slot} claims prior_context: true; a fresh agent has seen nothing but the capsule"
+                for slot, value in valid.items()
+                if value["prior_context"] is not False
+            ),
+            "both claim prior_context: false",
+        )
+    )
+
+    # (5) Both bind this exact capsule (which passed verify's pre-checks).
+    checks.append(
+        _scoped(
+            5,
+            valid,
+            complete,
+            (
+                f"{slot} binds capsule_sha256 {value['capsule_sha256']}, but this capsule's "
+                f"is {capsule.sha256}"
+                for slot, value in valid.items()
+                if value["capsule_sha256"] != capsule.sha256
+            ),
+            f"the capsule passes verify's pre-checks and both results bind its sha256 "
+            f"{capsule.sha256}",
+        )
+    )
+
+    # (6) Every citation names a part of this capsule.
+    parts = citable_parts(capsule)
+    uncited: list[str] = []
+    for slot, value in valid.items():
+        foreign = [_quote(c) for c in dict.fromkeys(value["citations"]) if c not in parts]
+        if foreign:
+            uncited.append(
+                f"{slot} cites {_listing(foreign)}, not a part of this capsule "
+                f"(citable: {_listing(parts)})"
+            )
+    checks.append(
+        _scoped(
+            6,
+            valid,
+            complete,
+            uncited,
+            f"every citation names one of the capsule's {len(parts)} citable parts",
+        )
+    )
+
+    # (7) The decisions agree.
+    check = _pairwise(7, valid)
+    if check is None:
+        decisions = {slot: value["decision"] for slot, value in valid.items()}
+        said = ", ".join(f"{slot} decides {decision}" for slot, decision in decisions.items())
+        if len(set(decisions.values())) > 1:
+            check = Check(7, CHECK_NAMES[6], FAIL, f"the decisions differ: {said}")
+        elif complete:
+            agreed = next(iter(decisions.values()))
+            check = Check(7, CHECK_NAMES[6], PASS, f"both decide {agreed}")
+        else:
+            check = Check(
+                7, CHECK_NAMES[6], SKIPPED, f"{said}, but there is no complete valid pair"
+            )
+    checks.append(check)
+
+    return Verdict(
+        capsule=capsule,
+        capsule_path=capsule_path,
+        submissions=tuple(submissions),
+        valid=valid,
+        checks=tuple(checks),
+        evidence_sha256=evidence_sha256,
+    )
