@@ -1,7 +1,8 @@
 """The trusted capsule/1 builder: Packet + Excerpts + Policy -> canonical bytes.
 
-Build, check, replay and audit all come through ``build_capsule``; only the
-snapshot they read from differs.
+Build, check, replay and audit all come through one path (``_build``); only
+the snapshot they read from differs, and whether the first failure stops the
+build (``build_capsule``) or every failure is collected (``check_packet``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from typing import Any
 
 from governance import budget, canonical
 from governance.capsule import SCHEMA_V1, TRUST_V1
-from governance.errors import SourceError, UsageError
+from governance.errors import CapsuleError, SourceError, UsageError
 from governance.excerpt import Excerpt, decode_source, select
 from governance.hashing import sha256_hex
-from governance.locator import check_path, parse_locator
+from governance.locator import Selector, check_path, parse_locator
 from governance.packet import DEFAULT_QUESTION, PACKET_FILE, Packet, parse_packet
 from governance.policy import POLICY_PATH, Policy, parse_policy
 from governance.snapshot import Snapshot, Source
@@ -80,7 +81,39 @@ def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     return costs
 
 
+class _Failures:
+    """Where the builder's failures go. ``build`` stops at the first one;
+    ``check`` keeps going wherever the remaining steps still make sense."""
+
+    def __init__(self, *, collect: bool) -> None:
+        self.collect = collect
+        self.errors: list[CapsuleError] = []
+
+    def add(self, error: CapsuleError) -> None:
+        if not self.collect:
+            raise error
+        self.errors.append(error)
+
+
 def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
+    built = _build(snapshot, packet_path, _Failures(collect=False))
+    assert built is not None  # without collecting, every failure raises
+    return built
+
+
+def check_packet(snapshot: Snapshot, packet_path: str) -> list[CapsuleError]:
+    """Every reason ``packet_path`` would not build at ``snapshot``; empty when it
+    builds. A policy or packet that cannot be read or parsed is the only
+    failure reported, as nothing else can be checked without it."""
+    failures = _Failures(collect=True)
+    try:
+        _build(snapshot, packet_path, failures)
+    except CapsuleError as exc:
+        failures.errors.append(exc)
+    return failures.errors
+
+
+def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built | None:
     check_path(packet_path)
     if posixpath.basename(packet_path) != PACKET_FILE or posixpath.dirname(packet_path) == "":
         raise UsageError(
@@ -95,19 +128,37 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     policy = parse_policy(policy_file.text, path=POLICY_PATH)
     packet_file = _read_whole(snapshot, packet_path)
     packet = parse_packet(packet_file.text, path=packet_path)
-    context_file = _read_whole(snapshot, packet.context_path)
+    context_file: WholeFile | None = None
+    try:
+        context_file = _read_whole(snapshot, packet.context_path)
+    except CapsuleError as exc:
+        failures.add(exc)
 
     if len(packet.required_reads) > policy.max_required_reads:
-        raise SourceError(
-            f"{packet_path}: {len(packet.required_reads)} required_reads, more than "
-            f"max_required_reads ({policy.max_required_reads}) of {POLICY_PATH}; split the "
-            "packet",
-            code="too_many_reads",
-            locator=packet_path,
-            limit=policy.max_required_reads,
+        failures.add(
+            SourceError(
+                f"{packet_path}: {len(packet.required_reads)} required_reads, more than "
+                f"max_required_reads ({policy.max_required_reads}) of {POLICY_PATH}; split the "
+                "packet",
+                code="too_many_reads",
+                locator=packet_path,
+                limit=policy.max_required_reads,
+            )
         )
-    selectors = [parse_locator(locator) for locator in packet.required_reads]
-    sources = [snapshot.source(s.path, locator=s.locator) for s in selectors]
+    # Every locator is parsed before any is resolved, so the first failure
+    # build reports does not depend on how the two kinds interleave.
+    selectors: list[Selector] = []
+    for locator in packet.required_reads:
+        try:
+            selectors.append(parse_locator(locator))
+        except CapsuleError as exc:
+            failures.add(exc)
+    resolved: list[tuple[Selector, Source]] = []
+    for selector in selectors:
+        try:
+            resolved.append((selector, snapshot.source(selector.path, locator=selector.locator)))
+        except CapsuleError as exc:
+            failures.add(exc)
 
     if packet.target_tokens is not None:
         limits = budget.Limits(
@@ -120,23 +171,31 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
 
     # A cheap lower bound before any large blob is inflated: the raw bytes of
     # every part included whole. JSON escaping only adds to it.
-    floor = [
-        budget.Cost(packet_path, len(packet_file.data)),
-        budget.Cost(packet.context_path, len(context_file.data)),
-    ]
+    floor = [budget.Cost(packet_path, len(packet_file.data))]
+    if context_file is not None:
+        floor.append(budget.Cost(packet.context_path, len(context_file.data)))
     floor += [
-        budget.Cost(sel.locator, snapshot.size(src))
-        for sel, src in zip(selectors, sources, strict=True)
-        if sel.slug is None
+        budget.Cost(sel.locator, snapshot.size(src)) for sel, src in resolved if sel.slug is None
     ]
     lower = budget.estimate_tokens(sum(c.n_bytes for c in floor))
     if not limits.fits(lower):
-        budget.check(limits, lower, floor, at_least=True)
+        try:
+            budget.check(limits, lower, floor, at_least=True)
+        except CapsuleError as exc:
+            failures.add(exc)
 
     excerpts = []
-    for selector, source in zip(selectors, sources, strict=True):
-        snapshot.check_worktree(source, locator=selector.locator)
-        excerpts.append(select(selector, source, snapshot.read(source)))
+    for selector, source in resolved:
+        try:
+            snapshot.check_worktree(source, locator=selector.locator)
+            excerpts.append(select(selector, source, snapshot.read(source)))
+        except CapsuleError as exc:
+            failures.add(exc)
+
+    if failures.errors:
+        # Only when collecting: the exact size needs every part.
+        return None
+    assert context_file is not None
 
     document: dict[str, Any] = {
         "schema": SCHEMA_V1,
@@ -166,7 +225,11 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     data = budget.fixpoint(document, canonical.dumps)
     tokens = budget.estimate_tokens(len(data))
     if not limits.fits(tokens):
-        budget.check(limits, tokens, _costs(document, len(data)))
+        try:
+            budget.check(limits, tokens, _costs(document, len(data)))
+        except CapsuleError as exc:
+            failures.add(exc)
+            return None
     return Built(
         data=data,
         document=document,
