@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
-        module = importlib.import_module(f"governance.commands.{name}")
+        # A command spelled with a dash lives in a module spelled with an underscore.
+        module = importlib.import_module(f"governance.commands.{name.replace('-', '_')}")
         module.register(sub)
     return parser
 
