@@ -8,6 +8,8 @@ build (``build_capsule``) or every failure is collected (``check_packet``).
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +70,17 @@ def _read_whole(snapshot: Snapshot, path: str, *, hint: str = "") -> WholeFile:
     return WholeFile(source=source, data=data, text=decode_source(data, locator=path))
 
 
+@contextmanager
+def _naming(path: str) -> Iterator[None]:
+    # Schema violations carry their JSON path (``where``); add the file's, so
+    # every failure can be reported against the file it is in.
+    try:
+        yield
+    except CapsuleError as exc:
+        exc.details.setdefault("path", path)
+        raise
+
+
 def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     def size(part: Any) -> int:
         return len(canonical.dumps(part)) - 1
@@ -83,16 +96,21 @@ def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
 
 class _Failures:
     """Where the builder's failures go. ``build`` stops at the first one;
-    ``check`` keeps going wherever the remaining steps still make sense."""
+    ``check`` keeps going wherever the remaining steps still make sense, and
+    reports them in packet order (``rank``), not in the order it met them."""
 
     def __init__(self, *, collect: bool) -> None:
         self.collect = collect
-        self.errors: list[CapsuleError] = []
+        self._found: list[tuple[int, int, CapsuleError]] = []
 
-    def add(self, error: CapsuleError) -> None:
+    def add(self, error: CapsuleError, rank: int = 0) -> None:
         if not self.collect:
             raise error
-        self.errors.append(error)
+        self._found.append((rank, len(self._found), error))
+
+    @property
+    def errors(self) -> list[CapsuleError]:
+        return [error for _, _, error in sorted(self._found, key=lambda f: f[:2])]
 
 
 def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
@@ -109,7 +127,7 @@ def check_packet(snapshot: Snapshot, packet_path: str) -> list[CapsuleError]:
     try:
         _build(snapshot, packet_path, failures)
     except CapsuleError as exc:
-        failures.errors.append(exc)
+        failures.add(exc)
     return failures.errors
 
 
@@ -125,9 +143,11 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     policy_file = _read_whole(
         snapshot, POLICY_PATH, hint="every capsule is built under a committed policy"
     )
-    policy = parse_policy(policy_file.text, path=POLICY_PATH)
+    with _naming(POLICY_PATH):
+        policy = parse_policy(policy_file.text, path=POLICY_PATH)
     packet_file = _read_whole(snapshot, packet_path)
-    packet = parse_packet(packet_file.text, path=packet_path)
+    with _naming(packet_path):
+        packet = parse_packet(packet_file.text, path=packet_path)
     context_file: WholeFile | None = None
     try:
         context_file = _read_whole(snapshot, packet.context_path)
@@ -147,18 +167,19 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         )
     # Every locator is parsed before any is resolved, so the first failure
     # build reports does not depend on how the two kinds interleave.
-    selectors: list[Selector] = []
-    for locator in packet.required_reads:
+    selectors: list[tuple[int, Selector]] = []
+    for rank, locator in enumerate(packet.required_reads, 1):
         try:
-            selectors.append(parse_locator(locator))
+            selectors.append((rank, parse_locator(locator)))
         except CapsuleError as exc:
-            failures.add(exc)
-    resolved: list[tuple[Selector, Source]] = []
-    for selector in selectors:
+            failures.add(exc, rank)
+    resolved: list[tuple[int, Selector, Source]] = []
+    for rank, selector in selectors:
         try:
-            resolved.append((selector, snapshot.source(selector.path, locator=selector.locator)))
+            source = snapshot.source(selector.path, locator=selector.locator)
+            resolved.append((rank, selector, source))
         except CapsuleError as exc:
-            failures.add(exc)
+            failures.add(exc, rank)
 
     if packet.target_tokens is not None:
         limits = budget.Limits(
@@ -175,22 +196,23 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     if context_file is not None:
         floor.append(budget.Cost(packet.context_path, len(context_file.data)))
     floor += [
-        budget.Cost(sel.locator, snapshot.size(src)) for sel, src in resolved if sel.slug is None
+        budget.Cost(sel.locator, snapshot.size(src)) for _, sel, src in resolved if sel.slug is None
     ]
+    last = len(packet.required_reads) + 1
     lower = budget.estimate_tokens(sum(c.n_bytes for c in floor))
     if not limits.fits(lower):
         try:
             budget.check(limits, lower, floor, at_least=True)
         except CapsuleError as exc:
-            failures.add(exc)
+            failures.add(exc, last)
 
     excerpts = []
-    for selector, source in resolved:
+    for rank, selector, source in resolved:
         try:
             snapshot.check_worktree(source, locator=selector.locator)
             excerpts.append(select(selector, source, snapshot.read(source)))
         except CapsuleError as exc:
-            failures.add(exc)
+            failures.add(exc, rank)
 
     if failures.errors:
         # Only when collecting: the exact size needs every part.
@@ -228,7 +250,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         try:
             budget.check(limits, tokens, _costs(document, len(data)))
         except CapsuleError as exc:
-            failures.add(exc)
+            failures.add(exc, last)
             return None
     return Built(
         data=data,
