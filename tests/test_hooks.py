@@ -293,8 +293,8 @@ def test_a_consistent_forgery_fails_replay_naming_the_field(hook, cli, repo: Rep
     result = hook(records.main, repo, path)
     assert result.code == 1
     [line] = result.out.splitlines()
-    assert line.startswith(f"{path}: budget.bytes: replay_differs: rebuilding at ")
-    assert "question" in line
+    assert line.startswith(f"{path}: question: replay_differs: rebuilding at ")
+    assert "(at budget.bytes, budget.estimated_tokens, question)" in line
     assert line.endswith("restore it, or rebuild it there")
 
 
