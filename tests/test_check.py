@@ -247,7 +247,7 @@ def test_staged_deletion_says_in_the_index(cli, repo: Repo) -> None:
     result = check(cli, repo, "--staged", PACKET)
     assert result.code == 3
     assert "docs/notes.md does not exist in the index" in result.out
-    assert "checked at the index" in result.err
+    assert "checked in the index: 1 failure in 1 of 1 packet" in result.err
 
 
 def test_staged_new_packet_before_the_first_commit(cli, tmp_path) -> None:

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     results = check_packets(snapshot, packets)
     failures = [f for packet in packets for f in results[packet]]
     code = exit_code(failures)
-    at = "the index" if args.staged else f"HEAD ({snapshot.commit_id[:12]})"
+    at = "in the index" if args.staged else f"at HEAD ({snapshot.commit_id[:12]})"
     if args.json:
         print_json(
             {
@@ -95,5 +95,5 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         verdict = f"{plural(len(packets), 'packet')} would build"
-    print(f"capsule: checked at {at}: {verdict}", file=sys.stderr)
+    print(f"capsule: checked {at}: {verdict}", file=sys.stderr)
     return code
