@@ -20,23 +20,19 @@ from governance.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 
 PACKETS_DIR = "packets"
 
-# What to do about a packet's failure, for codes whose message does not say it.
+# What to do about a packet's failure, for codes whose message does not say it
+# already (heading_ambiguous, too_many_reads, source_dirty... do).
 ADVICE = {
     "heading_missing": "restore the heading, or update the locator in the packet",
-    "heading_ambiguous": "",  # the message names every candidate and what to do
     "source_missing": "restore the file, or update the locator in the packet",
     "source_symlink": "point the locator at a regular file",
     "source_submodule": "point the locator at a file of this repository",
     "source_not_file": "point the locator at a regular file",
     "source_not_utf8": "store the source as UTF-8, or stop reading it",
-    "source_untracked": "",
-    "source_dirty": "",
     "unsafe_path": "write the locator as a plain repository-relative path",
     "invalid_locator": "write the locator as path or path#heading-slug",
-    "too_many_reads": "",
     "packet_malformed": "fix the packet",
     "policy_malformed": "fix the policy",
-    "invalid_packet_path": "",
     "over_budget": "narrow the largest reads to heading sections, or split the packet",
 }
 

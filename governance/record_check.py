@@ -40,8 +40,6 @@ ADVICE = {
     "capsule_malformed": "restore the record as capsule build wrote it",
     "non_canonical": "restore the record as capsule build wrote it",
     "capsule_corrupt": "restore the record, or rebuild it at its commit",
-    "unsupported_schema": "",
-    "record_misplaced": "",
     "commit_missing": "commit records only where their commit is in the history (fetch it, "
     "or rebuild the record at a commit of this branch)",
     "replay_differs": "the record is not what the builder gives at its commit: restore it, or "
@@ -90,7 +88,7 @@ def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list
                 f"a record of {capsule.document['id']} built at {capsule.commit[:12]} belongs "
                 f"at {expected}; move it there",
                 EXIT_DRIFT,
-                ADVICE["record_misplaced"],
+                "",
                 {"expected": expected},
             )
         ]
@@ -101,13 +99,15 @@ def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list
         if exc.code == "commit_missing":
             return [_failure(path, exc)]
         # The declared commit exists but the packet does not build there.
-        details = {k: v for k, v in exc.details.items() if k != "locator"}
+        locator = str(exc.details.get("locator") or exc.details.get("path") or "$")
+        details = {k: v for k, v in exc.details.items() if k not in ("locator", "path")}
+        message = exc.message.splitlines()[0].removeprefix(f"{locator}: ")
         return [
             Failure(
                 path,
-                str(exc.details.get("locator", "$")),
+                locator,
                 exc.code,
-                f"cannot rebuild at its commit {capsule.commit[:12]}: {exc.message}",
+                f"cannot rebuild at its commit {capsule.commit[:12]}: {message}",
                 exc.exit_code,
                 NOT_BUILDABLE,
                 details,

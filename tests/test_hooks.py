@@ -326,7 +326,7 @@ def test_a_record_that_cannot_be_built_at_its_commit(hook, cli, repo: Repo) -> N
     assert result.code == 3
     assert result.out.startswith(
         f"{record_path(broken)}: docs/roadmap.md#phase-2: heading_missing: cannot rebuild at "
-        f"its commit {broken[:12]}: "
+        f"its commit {broken[:12]}: no heading with slug 'phase-2' in docs/roadmap.md; "
     )
     assert result.out.rstrip().endswith("remove it, or rebuild it there")
 
