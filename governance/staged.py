@@ -40,10 +40,18 @@ def open_index(repo: pygit2.Repository) -> pygit2.Index:
                 code="index_unreadable",
                 path=override,
             )
-        return pygit2.Index(path)
+        try:
+            return pygit2.Index(path)
+        except pygit2.GitError as exc:
+            raise UsageError(
+                f"cannot read the index {override}: {exc}", code="index_unreadable", path=override
+            ) from None
     if repo.is_bare:
         raise UsageError("a bare repository has no index to check", code="index_unreadable")
-    index: pygit2.Index = repo.index
+    try:
+        index: pygit2.Index = repo.index
+    except pygit2.GitError as exc:
+        raise UsageError(f"cannot read the index: {exc}", code="index_unreadable") from None
     return index
 
 
@@ -60,7 +68,14 @@ def index_tree(repo: pygit2.Repository, index: pygit2.Index) -> pygit2.Tree:
             code="index_conflicted",
             paths=paths,
         )
-    tree = repo[index.write_tree(repo)]
+    try:
+        tree_id = index.write_tree(repo)
+    except pygit2.GitError as exc:
+        # Trees are written to the object database, as git write-tree does.
+        raise UsageError(
+            f"cannot write the staged tree's objects: {exc}", code="index_unreadable"
+        ) from None
+    tree = repo[tree_id]
     assert isinstance(tree, pygit2.Tree)
     return tree
 
