@@ -290,3 +290,16 @@ def test_help_describes_exit_codes(cli, repo: Repo, capsys) -> None:
     out = capsys.readouterr().out
     assert "--staged" in out
     assert "4  over budget" in out
+
+
+def test_an_escaped_lone_surrogate_is_malformed_not_a_crash(cli, repo: Repo) -> None:
+    # YAML's \u escapes are not combined into pairs: PyYAML yields two lone
+    # surrogates, which no file name (and no capsule) can hold.
+    repo.write(PACKET, packet_yaml("P-1", ["docs/\U0001f600.md"]))  # written as "\ud83d\ude00"
+    assert "\\ud83d\\ude00" in (repo.path / PACKET).read_text()
+    repo.commit()
+    code, data = report(cli, repo, PACKET)
+    assert failures(data) == [(PACKET, PACKET, "packet_malformed")]
+    assert "lone surrogate" in data["packets"][0]["failures"][0]["message"]
+    assert code == 2
+    assert cli(["build", PACKET], cwd=repo.path).code == 2
