@@ -10,12 +10,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from capsule_hooks import packets, records
 from gitrepo import Repo, Result, packet_yaml
 from governance import canonical
 from governance.budget import fixpoint
 from governance.check import ReverseIndex, required_reads
+from governance.errors import CapsuleError
+from governance.packet import parse_packet
 from governance.staged import index_tree, open_index
 
 PACKET = "packets/P-1/packet.yml"
@@ -369,3 +373,16 @@ def test_console_scripts_run_end_to_end(repo: Repo) -> None:
     )
     assert done.returncode == 0
     assert "replaying" in done.stdout
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1)))
+def test_the_fast_extraction_agrees_with_the_packet_parser(reads: list[str]) -> None:
+    # The reverse index reads required_reads with libyaml and no schema; the
+    # check uses the strict parser. Where the strict one accepts, they agree.
+    text = packet_yaml("P-1", reads)
+    try:
+        packet = parse_packet(text, path=PACKET)
+    except CapsuleError:
+        return
+    assert required_reads(text) == list(packet.required_reads)
