@@ -9,6 +9,7 @@ normalised, so a file that re-canonicalises to itself really is canonical.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from governance.errors import MalformedInput
@@ -58,7 +59,7 @@ def loads(data: bytes, *, what: str = "capsule") -> Any:
     except UnicodeDecodeError as exc:
         raise MalformedInput(f"{what} is not valid UTF-8: {exc}", code=code) from None
     try:
-        return json.loads(
+        value = json.loads(
             text,
             object_pairs_hook=_no_duplicates,
             parse_float=_no_float,
@@ -66,3 +67,31 @@ def loads(data: bytes, *, what: str = "capsule") -> Any:
         )
     except ValueError as exc:
         raise MalformedInput(f"{what} is not valid JSON: {exc}", code=code) from None
+    if has_lone_surrogate(value):
+        raise MalformedInput(
+            f"{what} is not valid JSON: a \\u escape names a lone surrogate, which is not a "
+            "character",
+            code=code,
+        )
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether any string in ``value`` holds a lone surrogate: what JSON's and
+    YAML's \\u escapes can produce, and what UTF-8 cannot encode."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict | list) and id(item) not in seen:
+            # YAML anchors can make data recursive: visit each container once.
+            seen.add(id(item))
+            stack.extend(item.items() if isinstance(item, dict) else item)
+        elif isinstance(item, tuple):
+            stack.extend(item)
+    return False

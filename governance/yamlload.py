@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from governance.canonical import has_lone_surrogate
 from governance.errors import MalformedInput
 
 
@@ -30,30 +31,14 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _characters_only(value: Any) -> bool:
-    # PyYAML decodes an escaped surrogate ("\ud800") into a lone surrogate:
-    # not a character, and nothing downstream can encode it. Anchors can make
-    # the data recursive: visit each container once.
-    stack, seen = [value], set()
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if not item.isascii() and any("\ud800" <= c <= "\udfff" for c in item):
-                return False
-        elif isinstance(item, dict | list) and id(item) not in seen:
-            seen.add(id(item))
-            stack.extend(item.items() if isinstance(item, dict) else item)
-        elif isinstance(item, tuple):
-            stack.extend(item)
-    return True
-
-
 def load_yaml(text: str, *, path: str, code: str) -> Any:
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise MalformedInput(f"{path}: not valid YAML: {exc}", code=code, path=path) from None
-    if not _characters_only(data):
+    # PyYAML decodes an escaped surrogate ("\ud800") into a lone surrogate:
+    # not a character, and nothing downstream can encode it.
+    if has_lone_surrogate(data):
         raise MalformedInput(
             f"{path}: not valid YAML: an escape names a lone surrogate (\\uD800-\\uDFFF), "
             "which is not a character",

@@ -281,6 +281,15 @@ def test_a_re_serialised_record_is_not_canonical(hook, cli, repo: Repo) -> None:
     assert result.out.rstrip().endswith("restore the record as capsule build wrote it")
 
 
+def test_an_escaped_lone_surrogate_is_malformed_not_a_crash(hook, cli, repo: Repo) -> None:
+    path, data = build_record(cli, repo)
+    stage(repo, path, data.replace(b'"question":"', b'"question":"\\ud800', 1))
+    result = hook(records.main, repo, path)
+    assert result.code == 2
+    assert result.out.startswith(f"{path}: $: capsule_malformed: capsule is not valid JSON: ")
+    assert "lone surrogate" in result.out
+
+
 def test_an_edited_excerpt_is_corrupt(hook, cli, repo: Repo) -> None:
     path, data = build_record(cli, repo)
     document = json.loads(data)
