@@ -100,20 +100,16 @@ def make_repo(root: Path, total: int, affected: int) -> Path:
     return repo
 
 
-def time_hook(repo: Path, runs: int) -> tuple[float, int]:
+def run_hook(repo: Path) -> float:
     hook = Path(sys.executable).with_name("capsule-packets")
-    times = []
-    code = 0
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run(
-            [str(hook), "docs/target.md"], cwd=repo, capture_output=True, text=True, check=False
-        )
-        times.append(time.perf_counter() - start)
-        code = done.returncode
-        if code != 0:
-            raise SystemExit(f"capsule-packets failed ({code}):\n{done.stdout}{done.stderr}")
-    return statistics.median(times), code
+    start = time.perf_counter()
+    done = subprocess.run(
+        [str(hook), "docs/target.md"], cwd=repo, capture_output=True, text=True, check=False
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"capsule-packets failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return elapsed
 
 
 def time_startup(runs: int) -> float:
@@ -128,7 +124,7 @@ def time_startup(runs: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=11, help="timed runs per case (median)")
+    parser.add_argument("--runs", type=int, default=15, help="timed runs per case (median)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = parser.parse_args()
 
@@ -138,14 +134,20 @@ def main() -> int:
     rows = []
     startup = time_startup(args.runs)
     print(f"interpreter start (capsule-packets --help): {startup * 1000:.1f} ms", flush=True)
-    print(f"{'total':>6} {'affected':>9} {'median ms':>10}", flush=True)
+    print(f"{'total':>6} {'affected':>9} {'median ms':>10}")
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp:
-        for total, affected in cases:
-            repo = make_repo(Path(tmp), total, affected)
-            time_hook(repo, 1)  # warm the OS caches once
-            median, _ = time_hook(repo, args.runs)
-            rows.append({"total": total, "affected": affected, "median_ms": median * 1000})
-            print(f"{total:>6} {affected:>9} {median * 1000:>10.1f}", flush=True)
+        repos = {case: make_repo(Path(tmp), *case) for case in cases}
+        for repo in repos.values():
+            run_hook(repo)  # warm the OS caches once
+        # Round-robin over the cases, so a busy machine slows them all alike.
+        times: dict[tuple[int, int], list[float]] = {case: [] for case in cases}
+        for _ in range(args.runs):
+            for case, repo in repos.items():
+                times[case].append(run_hook(repo))
+    for total, affected in cases:
+        median = statistics.median(times[total, affected])
+        rows.append({"total": total, "affected": affected, "median_ms": median * 1000})
+        print(f"{total:>6} {affected:>9} {median * 1000:>10.1f}")
     ms = {(r["total"], r["affected"]): r["median_ms"] for r in rows}
     per_packet = statistics.median((ms[1000, a] - ms[100, a]) / 900 for a in (0, 1, 10, 100))
     per_affected = (ms[1000, 100] - ms[1000, 1]) / 99
