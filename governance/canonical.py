@@ -9,7 +9,6 @@ normalised, so a file that re-canonicalises to itself really is canonical.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from governance.errors import MalformedInput
@@ -51,6 +50,23 @@ def _no_constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
+def has_surrogate(value: Any) -> bool:
+    """True when any string (key or value) holds a lone surrogate, which no
+    UTF-8 file can carry. Iterative: hostile nesting must not recurse."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
 def loads(data: bytes, *, what: str = "capsule") -> Any:
     """Parse strictly; a failure is ``MalformedInput`` with code ``<what>_malformed``."""
     code = f"{what}_malformed"
@@ -67,31 +83,9 @@ def loads(data: bytes, *, what: str = "capsule") -> Any:
         )
     except ValueError as exc:
         raise MalformedInput(f"{what} is not valid JSON: {exc}", code=code) from None
-    if has_lone_surrogate(value):
-        raise MalformedInput(
-            f"{what} is not valid JSON: a \\u escape names a lone surrogate, which is not a "
-            "character",
-            code=code,
-        )
+    except RecursionError:
+        raise MalformedInput(f"{what} is nested too deeply", code=code) from None
+    # Only an escape can smuggle a lone surrogate into the parsed text.
+    if "\\u" in text and has_surrogate(value):
+        raise MalformedInput(f"{what} holds a lone surrogate escape (not UTF-8)", code=code)
     return value
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def has_lone_surrogate(value: Any) -> bool:
-    """Whether any string in ``value`` holds a lone surrogate: what JSON's and
-    YAML's \\u escapes can produce, and what UTF-8 cannot encode."""
-    stack, seen = [value], set()
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if not item.isascii() and _SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict | list) and id(item) not in seen:
-            # YAML anchors can make data recursive: visit each container once.
-            seen.add(id(item))
-            stack.extend(item.items() if isinstance(item, dict) else item)
-        elif isinstance(item, tuple):
-            stack.extend(item)
-    return False

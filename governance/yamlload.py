@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from governance.canonical import has_lone_surrogate
+from governance.canonical import has_surrogate
 from governance.errors import MalformedInput
 
 
@@ -20,6 +20,10 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
+        if not isinstance(key, str | int | bool) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, "mapping keys must be plain scalars", key_node.start_mark
+            )
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -28,21 +32,26 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     return loader.construct_mapping(node)
 
 
+def _refuse_float(loader: _StrictLoader, node: yaml.ScalarNode) -> Any:
+    # No packet or policy value is fractional; 12000.0 must not pass as an integer.
+    raise yaml.constructor.ConstructorError(
+        None, None, f"floats are not allowed ({node.value})", node.start_mark
+    )
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _refuse_float)
 
 
 def load_yaml(text: str, *, path: str, code: str) -> Any:
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+        value = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise MalformedInput(f"{path}: not valid YAML: {exc}", code=code, path=path) from None
-    # PyYAML decodes an escaped surrogate ("\ud800") into a lone surrogate:
-    # not a character, and nothing downstream can encode it.
-    if has_lone_surrogate(data):
+    except RecursionError:
+        raise MalformedInput(f"{path}: nested too deeply", code=code, path=path) from None
+    if has_surrogate(value):
         raise MalformedInput(
-            f"{path}: not valid YAML: an escape names a lone surrogate (\\uD800-\\uDFFF), "
-            "which is not a character",
-            code=code,
-            path=path,
+            f"{path}: a string holds a lone surrogate escape (not UTF-8)", code=code, path=path
         )
-    return data
+    return value
