@@ -13,12 +13,9 @@ from typing import Any
 
 import pygit2
 
+from governance.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
 from governance.errors import EXIT_BUDGET, EXIT_OK, EXIT_SOURCE, EXIT_USAGE, CapsuleError
-from governance.packet import CONTEXT_FILE, PACKET_FILE
-from governance.policy import POLICY_PATH
 from governance.snapshot import MODE_EXEC, MODE_FILE, Snapshot
-
-PACKETS_DIR = "packets"
 
 # What to do about a packet's failure, for codes whose message does not say it
 # already (heading_ambiguous, too_many_reads, source_dirty... do).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pygit2
 
+from governance.capsule import PACKETS_DIR
 from governance.check import Failure
 from governance.errors import EXIT_DRIFT, CapsuleError
 from governance.snapshot import Snapshot
@@ -23,14 +24,14 @@ def is_record_path(path: str) -> bool:
     parts = path.split("/")
     return (
         len(parts) == 4
-        and parts[0] == "packets"
+        and parts[0] == PACKETS_DIR
         and parts[2] == RECORDS_DIR
         and parts[3].endswith(".json")
     )
 
 
 def expected_path(packet_id: str, commit: str) -> str:
-    return f"packets/{packet_id}/{RECORDS_DIR}/{commit[:COMMIT_PREFIX]}.json"
+    return f"{PACKETS_DIR}/{packet_id}/{RECORDS_DIR}/{commit[:COMMIT_PREFIX]}.json"
 
 
 # What to do about a record's failure. A record is evidence: it is never
