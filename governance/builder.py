@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance import budget, canonical
-from governance.capsule import SCHEMA_V1, TRUST_V1
+from governance.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEMA_V1, TRUST_V1
 from governance.errors import CapsuleError, SourceError, UsageError
 from governance.excerpt import Excerpt, decode_source, select
 from governance.hashing import sha256_hex
 from governance.locator import Selector, check_path, parse_locator
-from governance.packet import DEFAULT_QUESTION, PACKET_FILE, Packet, parse_packet
-from governance.policy import POLICY_PATH, Policy, parse_policy
+from governance.packet import DEFAULT_QUESTION, Packet, parse_packet
+from governance.policy import Policy, parse_policy
 from governance.snapshot import Snapshot, Source
 
 
@@ -57,7 +57,9 @@ class Built:
         return sha256_hex(self.data)
 
 
-def _read_whole(snapshot: Snapshot, path: str, *, hint: str = "") -> WholeFile:
+def _read_whole(
+    snapshot: Snapshot, path: str, *, hint: str = "", policy: Policy | None = None
+) -> WholeFile:
     try:
         source = snapshot.source(path)
     except SourceError as exc:
@@ -65,6 +67,15 @@ def _read_whole(snapshot: Snapshot, path: str, *, hint: str = "") -> WholeFile:
             exc.message = f"{exc.message}; {hint}"
             exc.args = (exc.message,)
         raise
+    if policy is not None:
+        # Refuse a file that alone breaks the hard limit before inflating it.
+        size = snapshot.size(source)
+        tokens = budget.estimate_tokens(size)
+        hard = budget.Limits(
+            policy.hard_limit_tokens, "policy", policy.hard_limit_tokens, policy.reserve_tokens
+        )
+        if not hard.fits(tokens):
+            budget.check(hard, tokens, [budget.Cost(path, size)], at_least=True)
     snapshot.check_worktree(source)
     data = snapshot.read(source)
     return WholeFile(source=source, data=data, text=decode_source(data, locator=path))
@@ -133,9 +144,10 @@ def check_packet(snapshot: Snapshot, packet_path: str) -> list[CapsuleError]:
 
 def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built | None:
     check_path(packet_path)
-    if posixpath.basename(packet_path) != PACKET_FILE or posixpath.dirname(packet_path) == "":
+    folder = posixpath.dirname(packet_path)
+    if posixpath.basename(packet_path) != PACKET_FILE or posixpath.dirname(folder) != PACKETS_DIR:
         raise UsageError(
-            f"{packet_path}: a packet is packets/<ID>/{PACKET_FILE}",
+            f"{packet_path}: a packet is {PACKETS_DIR}/<ID>/{PACKET_FILE}",
             code="invalid_packet_path",
             path=packet_path,
         )
@@ -145,12 +157,12 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     )
     with _naming(POLICY_PATH):
         policy = parse_policy(policy_file.text, path=POLICY_PATH)
-    packet_file = _read_whole(snapshot, packet_path)
+    packet_file = _read_whole(snapshot, packet_path, policy=policy)
     with _naming(packet_path):
         packet = parse_packet(packet_file.text, path=packet_path)
     context_file: WholeFile | None = None
     try:
-        context_file = _read_whole(snapshot, packet.context_path)
+        context_file = _read_whole(snapshot, packet.context_path, policy=policy)
     except CapsuleError as exc:
         failures.add(exc)
 
@@ -199,20 +211,37 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         budget.Cost(sel.locator, snapshot.size(src)) for _, sel, src in resolved if sel.slug is None
     ]
     last = len(packet.required_reads) + 1
+    # Checking reports the budget once, from the first bound that breaks it.
+    over_budget = False
     lower = budget.estimate_tokens(sum(c.n_bytes for c in floor))
     if not limits.fits(lower):
         try:
             budget.check(limits, lower, floor, at_least=True)
         except CapsuleError as exc:
             failures.add(exc, last)
+            over_budget = True
 
     excerpts = []
+    running = floor[: 1 if context_file is None else 2]
     for rank, selector, source in resolved:
         try:
             snapshot.check_worktree(source, locator=selector.locator)
-            excerpts.append(select(selector, source, snapshot.read(source)))
+            excerpt = select(selector, source, snapshot.read(source))
         except CapsuleError as exc:
             failures.add(exc, rank)
+            continue
+        excerpts.append(excerpt)
+        if over_budget:
+            continue
+        # Stop at the first selection that cannot fit, before reading the rest.
+        running.append(budget.Cost(selector.locator, len(excerpt.text.encode("utf-8"))))
+        lower = budget.estimate_tokens(sum(c.n_bytes for c in running))
+        if not limits.fits(lower):
+            try:
+                budget.check(limits, lower, running, at_least=True)
+            except CapsuleError as exc:
+                failures.add(exc, last)
+                over_budget = True
 
     if failures.errors:
         # Only when collecting: the exact size needs every part.
