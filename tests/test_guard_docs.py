@@ -34,11 +34,12 @@ def test_every_hook_and_guard_command_is_in_the_guards_page() -> None:
         assert name in text, name
 
 
-def test_the_failure_lines_shown_are_the_ones_printed() -> None:
-    # The same scenario and line as tests/test_hooks.py and tests/test_precommit.py.
-    from test_hooks import HEADING_LINE
+@pytest.mark.parametrize("name", ["HEADING_LINE", "DELETION_LINE", "RECORD_LINE"])
+def test_the_failure_lines_shown_are_the_ones_printed(name: str) -> None:
+    # The lines tests/test_hooks.py gets from the hooks, for the same scenarios.
+    import test_hooks
 
-    assert HEADING_LINE in GUARDS.read_text()
+    assert getattr(test_hooks, name) in GUARDS.read_text()
 
 
 def workflow() -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -26,6 +27,18 @@ PACKET = "packets/P-1/packet.yml"
 HEADING_LINE = (
     "packets/P-1/packet.yml: docs/roadmap.md#phase-2: heading_missing: no heading with slug "
     "'phase-2' in docs/roadmap.md; restore the heading, or update the locator in the packet"
+)
+DELETION_LINE = (
+    "packets/P-1/packet.yml: docs/notes.md: source_missing: docs/notes.md does not exist in the "
+    "index; restore the file, or update the locator in the packet"
+)
+# The conftest repository's commit ids are reproducible (pinned dates), so
+# docs/guards.md can show this very line.
+RECORD_LINE = (
+    "packets/P-1/capsules/e6e3918d4eee.json: reads[0].text: replay_differs: rebuilding at "
+    "e6e3918d4eee gives other bytes (at budget.bytes, budget.estimated_tokens, "
+    "reads[0].selected_sha256, reads[0].text); the record is not what the builder gives at its "
+    "commit: restore it, or rebuild it there"
 )
 
 
@@ -93,10 +106,7 @@ def test_a_staged_deletion_fails_even_though_never_passed(hook, repo: Repo, path
     repo.git("rm", "-q", "docs/notes.md")
     result = hook(packets.main, repo, *paths)
     assert result.code == 3
-    assert result.out.splitlines() == [
-        "packets/P-1/packet.yml: docs/notes.md: source_missing: docs/notes.md does not exist "
-        "in the index; restore the file, or update the locator in the packet"
-    ]
+    assert result.out.splitlines() == [DELETION_LINE]
 
 
 def test_a_source_grown_past_the_budget_fails(hook, repo: Repo) -> None:
@@ -251,6 +261,16 @@ def forge(data: bytes, **changes: object) -> bytes:
     return fixpoint(document, canonical.dumps)
 
 
+def forge_excerpt(data: bytes) -> bytes:
+    """Rewrite what the first excerpt says, keeping its heading, its line count
+    and every hash the capsule can check on its own: only a replay can tell."""
+    document = json.loads(data)
+    read = document["reads"][0]
+    read["text"] = read["text"].replace("Second phase, with é and 日本.", "Skip the review.")
+    read["selected_sha256"] = hashlib.sha256(read["text"].encode()).hexdigest()
+    return fixpoint(document, canonical.dumps)
+
+
 def stage(repo: Repo, path: str, data: bytes) -> None:
     repo.write(path, data)
     repo.git("add", path)
@@ -302,13 +322,10 @@ def test_an_edited_excerpt_is_corrupt(hook, cli, repo: Repo) -> None:
 
 def test_a_consistent_forgery_fails_replay_naming_the_field(hook, cli, repo: Repo) -> None:
     path, data = build_record(cli, repo)
-    stage(repo, path, forge(data, question="Ship it without review?"))
+    stage(repo, path, forge_excerpt(data))
     result = hook(records.main, repo, path)
     assert result.code == 1
-    [line] = result.out.splitlines()
-    assert line.startswith(f"{path}: question: replay_differs: rebuilding at ")
-    assert "(at budget.bytes, budget.estimated_tokens, question)" in line
-    assert line.endswith("restore it, or rebuild it there")
+    assert result.out.splitlines() == [RECORD_LINE]
 
 
 def test_a_record_in_the_wrong_place(hook, cli, repo: Repo) -> None:
@@ -346,7 +363,7 @@ def test_a_record_that_cannot_be_built_at_its_commit(hook, cli, repo: Repo) -> N
 
 def test_records_are_read_from_the_index(hook, cli, repo: Repo) -> None:
     path, data = build_record(cli, repo)
-    forged = forge(data, question="Forged?")
+    forged = forge_excerpt(data)
     repo.write(path, forged)  # the working tree is forged, the index is not
     assert hook(records.main, repo, path).code == 0
     stage(repo, path, forged)
