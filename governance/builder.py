@@ -1,21 +1,24 @@
 """The trusted capsule/1 builder: Packet + Excerpts + Policy -> canonical bytes.
 
-Build, check, replay and audit all come through ``build_capsule``; only the
-snapshot they read from differs.
+Build, check, replay and audit all come through one path (``_build``); only
+the snapshot they read from differs, and whether the first failure stops the
+build (``build_capsule``) or every failure is collected (``check_packet``).
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from governance import budget, canonical
 from governance.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEMA_V1, TRUST_V1
-from governance.errors import SourceError, UsageError
+from governance.errors import CapsuleError, SourceError, UsageError
 from governance.excerpt import Excerpt, decode_source, select
 from governance.hashing import sha256_hex
-from governance.locator import check_path, parse_locator
+from governance.locator import Selector, check_path, parse_locator
 from governance.packet import DEFAULT_QUESTION, Packet, parse_packet
 from governance.policy import Policy, parse_policy
 from governance.snapshot import Snapshot, Source
@@ -78,6 +81,17 @@ def _read_whole(
     return WholeFile(source=source, data=data, text=decode_source(data, locator=path))
 
 
+@contextmanager
+def _naming(path: str) -> Iterator[None]:
+    # Schema violations carry their JSON path (``where``); add the file's, so
+    # every failure can be reported against the file it is in.
+    try:
+        yield
+    except CapsuleError as exc:
+        exc.details.setdefault("path", path)
+        raise
+
+
 def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     def size(part: Any) -> int:
         return len(canonical.dumps(part)) - 1
@@ -91,7 +105,44 @@ def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     return costs
 
 
+class _Failures:
+    """Where the builder's failures go. ``build`` stops at the first one;
+    ``check`` keeps going wherever the remaining steps still make sense, and
+    reports them in packet order (``rank``), not in the order it met them."""
+
+    def __init__(self, *, collect: bool) -> None:
+        self.collect = collect
+        self._found: list[tuple[int, int, CapsuleError]] = []
+
+    def add(self, error: CapsuleError, rank: int = 0) -> None:
+        if not self.collect:
+            raise error
+        self._found.append((rank, len(self._found), error))
+
+    @property
+    def errors(self) -> list[CapsuleError]:
+        return [error for _, _, error in sorted(self._found, key=lambda f: f[:2])]
+
+
 def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
+    built = _build(snapshot, packet_path, _Failures(collect=False))
+    assert built is not None  # without collecting, every failure raises
+    return built
+
+
+def check_packet(snapshot: Snapshot, packet_path: str) -> list[CapsuleError]:
+    """Every reason ``packet_path`` would not build at ``snapshot``; empty when it
+    builds. A policy or packet that cannot be read or parsed is the only
+    failure reported, as nothing else can be checked without it."""
+    failures = _Failures(collect=True)
+    try:
+        _build(snapshot, packet_path, failures)
+    except CapsuleError as exc:
+        failures.add(exc)
+    return failures.errors
+
+
+def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built | None:
     check_path(packet_path)
     folder = posixpath.dirname(packet_path)
     if posixpath.basename(packet_path) != PACKET_FILE or posixpath.dirname(folder) != PACKETS_DIR:
@@ -104,22 +155,43 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     policy_file = _read_whole(
         snapshot, POLICY_PATH, hint="every capsule is built under a committed policy"
     )
-    policy = parse_policy(policy_file.text, path=POLICY_PATH)
+    with _naming(POLICY_PATH):
+        policy = parse_policy(policy_file.text, path=POLICY_PATH)
     packet_file = _read_whole(snapshot, packet_path, policy=policy)
-    packet = parse_packet(packet_file.text, path=packet_path)
-    context_file = _read_whole(snapshot, packet.context_path, policy=policy)
+    with _naming(packet_path):
+        packet = parse_packet(packet_file.text, path=packet_path)
+    context_file: WholeFile | None = None
+    try:
+        context_file = _read_whole(snapshot, packet.context_path, policy=policy)
+    except CapsuleError as exc:
+        failures.add(exc)
 
     if len(packet.required_reads) > policy.max_required_reads:
-        raise SourceError(
-            f"{packet_path}: {len(packet.required_reads)} required_reads, more than "
-            f"max_required_reads ({policy.max_required_reads}) of {POLICY_PATH}; split the "
-            "packet",
-            code="too_many_reads",
-            locator=packet_path,
-            limit=policy.max_required_reads,
+        failures.add(
+            SourceError(
+                f"{packet_path}: {len(packet.required_reads)} required_reads, more than "
+                f"max_required_reads ({policy.max_required_reads}) of {POLICY_PATH}; split the "
+                "packet",
+                code="too_many_reads",
+                locator=packet_path,
+                limit=policy.max_required_reads,
+            )
         )
-    selectors = [parse_locator(locator) for locator in packet.required_reads]
-    sources = [snapshot.source(s.path, locator=s.locator) for s in selectors]
+    # Every locator is parsed before any is resolved, so the first failure
+    # build reports does not depend on how the two kinds interleave.
+    selectors: list[tuple[int, Selector]] = []
+    for rank, locator in enumerate(packet.required_reads, 1):
+        try:
+            selectors.append((rank, parse_locator(locator)))
+        except CapsuleError as exc:
+            failures.add(exc, rank)
+    resolved: list[tuple[int, Selector, Source]] = []
+    for rank, selector in selectors:
+        try:
+            source = snapshot.source(selector.path, locator=selector.locator)
+            resolved.append((rank, selector, source))
+        except CapsuleError as exc:
+            failures.add(exc, rank)
 
     if packet.target_tokens is not None:
         limits = budget.Limits(
@@ -132,30 +204,49 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
 
     # A cheap lower bound before any large blob is inflated: the raw bytes of
     # every part included whole. JSON escaping only adds to it.
-    floor = [
-        budget.Cost(packet_path, len(packet_file.data)),
-        budget.Cost(packet.context_path, len(context_file.data)),
-    ]
+    floor = [budget.Cost(packet_path, len(packet_file.data))]
+    if context_file is not None:
+        floor.append(budget.Cost(packet.context_path, len(context_file.data)))
     floor += [
-        budget.Cost(sel.locator, snapshot.size(src))
-        for sel, src in zip(selectors, sources, strict=True)
-        if sel.slug is None
+        budget.Cost(sel.locator, snapshot.size(src)) for _, sel, src in resolved if sel.slug is None
     ]
+    last = len(packet.required_reads) + 1
+    # Checking reports the budget once, from the first bound that breaks it.
+    over_budget = False
     lower = budget.estimate_tokens(sum(c.n_bytes for c in floor))
     if not limits.fits(lower):
-        budget.check(limits, lower, floor, at_least=True)
+        try:
+            budget.check(limits, lower, floor, at_least=True)
+        except CapsuleError as exc:
+            failures.add(exc, last)
+            over_budget = True
 
     excerpts = []
-    running = floor[:2]
-    for selector, source in zip(selectors, sources, strict=True):
-        snapshot.check_worktree(source, locator=selector.locator)
-        excerpt = select(selector, source, snapshot.read(source))
+    running = floor[: 1 if context_file is None else 2]
+    for rank, selector, source in resolved:
+        try:
+            snapshot.check_worktree(source, locator=selector.locator)
+            excerpt = select(selector, source, snapshot.read(source))
+        except CapsuleError as exc:
+            failures.add(exc, rank)
+            continue
         excerpts.append(excerpt)
+        if over_budget:
+            continue
         # Stop at the first selection that cannot fit, before reading the rest.
         running.append(budget.Cost(selector.locator, len(excerpt.text.encode("utf-8"))))
         lower = budget.estimate_tokens(sum(c.n_bytes for c in running))
         if not limits.fits(lower):
-            budget.check(limits, lower, running, at_least=True)
+            try:
+                budget.check(limits, lower, running, at_least=True)
+            except CapsuleError as exc:
+                failures.add(exc, last)
+                over_budget = True
+
+    if failures.errors:
+        # Only when collecting: the exact size needs every part.
+        return None
+    assert context_file is not None
 
     document: dict[str, Any] = {
         "schema": SCHEMA_V1,
@@ -185,7 +276,11 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     data = budget.fixpoint(document, canonical.dumps)
     tokens = budget.estimate_tokens(len(data))
     if not limits.fits(tokens):
-        budget.check(limits, tokens, _costs(document, len(data)))
+        try:
+            budget.check(limits, tokens, _costs(document, len(data)))
+        except CapsuleError as exc:
+            failures.add(exc, last)
+            return None
     return Built(
         data=data,
         document=document,

@@ -17,7 +17,7 @@ from typing import NoReturn
 from governance import __version__
 from governance.errors import EXIT_USAGE, CapsuleError, UsageError
 
-COMMANDS = ("build", "verify", "continuation")
+COMMANDS = ("build", "verify", "check", "install-hook", "continuation")
 
 # What a shell reports for a process killed by SIGPIPE (128 + 13).
 EXIT_BROKEN_PIPE = 141
@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
-        module = importlib.import_module(f"governance.commands.{name}")
+        # A command spelled with a dash lives in a module spelled with an underscore.
+        module = importlib.import_module(f"governance.commands.{name.replace('-', '_')}")
         module.register(sub)
     return parser
 

@@ -12,9 +12,10 @@ from governance import canonical
 from governance.errors import UsageError
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
     """Write ``data`` to ``path`` through a temp file in the same folder and a
-    rename: readers see the old file or the new one, never a partial one."""
+    rename: readers see the old file or the new one, never a partial one.
+    ``mode`` is filtered by the umask, as ``open`` would."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".capsule-", suffix=".tmp", dir=folder)
@@ -27,7 +28,7 @@ def write_atomic(path: str, data: bytes) -> None:
             os.fsync(handle.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, mode & ~umask)
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):

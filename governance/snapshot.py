@@ -86,14 +86,20 @@ class Source:
 @dataclass
 class Snapshot:
     """A tree to read from. ``workdir`` set means: every source read must equal
-    the working tree's bytes (building at HEAD in a work tree)."""
+    the working tree's bytes (building at HEAD in a work tree). ``label`` names
+    a tree that is not a commit's (the index) in messages."""
 
     repo: pygit2.Repository
     tree: pygit2.Tree
     commit_id: str
     workdir: Path | None = None
+    label: str | None = None
     _sizes: dict[str, int] = field(default_factory=dict, repr=False)
     _index: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
+
+    @property
+    def where(self) -> str:
+        return self.label if self.label is not None else f"at commit {self.commit_id[:12]}"
 
     @classmethod
     def at(
@@ -120,7 +126,7 @@ class Snapshot:
             mode = entry.filemode
             if mode == MODE_LINK:
                 raise SourceError(
-                    f"{shown}: {walked} is a symbolic link in the commit; capsules never "
+                    f"{shown}: {walked} is a symbolic link {self.where}; capsules never "
                     "follow links",
                     code="source_symlink",
                     locator=shown,
@@ -140,7 +146,7 @@ class Snapshot:
                 tree = entry
             elif mode not in (MODE_FILE, MODE_EXEC):
                 raise SourceError(
-                    f"{shown}: {path} is not a regular file in the commit",
+                    f"{shown}: {path} is not a regular file {self.where}",
                     code="source_not_file",
                     locator=shown,
                 )
@@ -157,7 +163,7 @@ class Snapshot:
                 locator=shown,
             )
         return SourceError(
-            f"{shown}: {path} does not exist at commit {self.commit_id[:12]}",
+            f"{shown}: {path} does not exist {self.where}",
             code="source_missing",
             locator=shown,
         )

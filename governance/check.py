@@ -1,0 +1,229 @@
+"""Checking packets without emitting capsules: which packets exist, which ones
+a change can affect, and every reason each one would not build.
+
+Used by ``capsule check`` and the ``capsule-packets`` hook.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pygit2
+
+from governance.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
+from governance.errors import EXIT_BUDGET, EXIT_OK, EXIT_SOURCE, EXIT_USAGE, CapsuleError
+from governance.snapshot import MODE_EXEC, MODE_FILE, Snapshot
+
+# What to do about a packet's failure, for codes whose message does not say it
+# already (heading_ambiguous, too_many_reads, source_dirty... do).
+ADVICE = {
+    "heading_missing": "restore the heading, or update the locator in the packet",
+    "source_missing": "restore the file, or update the locator in the packet",
+    "source_symlink": "point the locator at a regular file",
+    "source_submodule": "point the locator at a file of this repository",
+    "source_not_file": "point the locator at a regular file",
+    "source_not_utf8": "store the source as UTF-8, or stop reading it",
+    "unsafe_path": "write the locator as a plain repository-relative path",
+    "invalid_locator": "write the locator as path or path#heading-slug",
+    "packet_malformed": "fix the packet",
+    "policy_malformed": "fix the policy",
+    "over_budget": "narrow the largest reads to heading sections, or split the packet",
+}
+
+# When failures of several kinds are found, the exit code is that of the kind
+# build would have met first: malformed input, then sources, then the budget.
+_EXIT_PRECEDENCE = (EXIT_USAGE, EXIT_SOURCE, EXIT_BUDGET)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One reason a file (a packet, or a capsule record) does not pass."""
+
+    path: str
+    locator: str
+    code: str
+    message: str
+    exit_code: int
+    advice: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_error(cls, path: str, error: CapsuleError) -> Failure:
+        """A packet's failure: the locator that failed, or the file that did."""
+        locator = error.details.get("locator") or error.details.get("path") or path
+        return cls(
+            path=path,
+            locator=str(locator),
+            code=error.code,
+            message=error.message,
+            exit_code=error.exit_code,
+            advice=ADVICE.get(error.code, ""),
+            details={k: v for k, v in error.details.items() if k not in ("locator", "path")},
+        )
+
+    @property
+    def what_to_do(self) -> str:
+        """One line: what failed, without repeating the locator, and what to do."""
+        text = self.message.splitlines()[0] if self.message else self.code
+        for prefix in (self.locator, self.path):
+            if text.startswith(f"{prefix}: "):
+                text = text[len(prefix) + 2 :]
+                break
+        if self.code == "over_budget":
+            text += _largest_parts(self.details.get("parts", []))
+        return f"{text}; {self.advice}" if self.advice else text
+
+    def line(self) -> str:
+        return f"{self.path}: {self.locator}: {self.code}: {self.what_to_do}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "locator": self.locator,
+            "code": self.code,
+            "message": self.message,
+            "exit_code": self.exit_code,
+            "advice": self.advice,
+            **self.details,
+        }
+
+
+def _largest_parts(parts: Sequence[dict[str, Any]], n: int = 3) -> str:
+    named = [p for p in parts if not p["part"].startswith("(")]
+    named.sort(key=lambda p: (-p["bytes"], p["part"]))
+    if not named:
+        return ""
+    return (
+        " (largest: "
+        + ", ".join(f"{p['part']} {p['estimated_tokens']:,} tok" for p in named[:n])
+        + ")"
+    )
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def exit_code(failures: Iterable[Failure]) -> int:
+    codes = {f.exit_code for f in failures}
+    for code in _EXIT_PRECEDENCE:
+        if code in codes:
+            return code
+    return max(codes, default=EXIT_OK)
+
+
+def _packet_blobs(tree: pygit2.Tree) -> list[tuple[str, pygit2.Object]]:
+    """(path, tree entry) of every ``packets/<ID>/packet.yml``, sorted by path."""
+    try:
+        folder = tree[PACKETS_DIR]
+    except KeyError:
+        return []
+    if not isinstance(folder, pygit2.Tree):
+        return []
+    found = []
+    for entry in folder:
+        if isinstance(entry, pygit2.Tree) and PACKET_FILE in entry:
+            found.append((f"{PACKETS_DIR}/{entry.name}/{PACKET_FILE}", entry[PACKET_FILE]))
+    return sorted(found, key=lambda item: item[0])
+
+
+def find_packets(tree: pygit2.Tree) -> list[str]:
+    """Every ``packets/<ID>/packet.yml`` of the tree, sorted."""
+    return [path for path, _ in _packet_blobs(tree)]
+
+
+def check_packets(snapshot: Snapshot, packets: Iterable[str]) -> dict[str, list[Failure]]:
+    """Every failure of each packet (an empty list when it builds), in order."""
+    from governance.builder import check_packet
+
+    return {
+        packet: [Failure.from_error(packet, e) for e in check_packet(snapshot, packet)]
+        for packet in packets
+    }
+
+
+class ReverseIndex:
+    """Which packets read which paths, worked out from the packets themselves.
+
+    A packet depends on its own packet.yml and context.md, the policy, and the
+    path of every required read. A packet whose reads cannot be worked out
+    (not a regular file, not plain YAML, an odd ``required_reads``) is affected
+    by every change: it fails closed, and checking it says why.
+
+    Building the index reads every packet, so it must stay cheap: only
+    ``required_reads`` is extracted, with libyaml when it is there, and no
+    schema is validated (the check of an affected packet does all that).
+    """
+
+    def __init__(self, tree: pygit2.Tree) -> None:
+        self.packets: list[str] = []
+        self.readers: dict[str, set[str]] = {}
+        self.unknown: set[str] = set()
+        for packet, entry in _packet_blobs(tree):
+            self.packets.append(packet)
+            paths = _dependencies(packet, entry)
+            if paths is None:
+                self.unknown.add(packet)
+                continue
+            for path in paths:
+                self.readers.setdefault(path, set()).add(packet)
+
+    def affected(self, changed: Iterable[str]) -> list[str]:
+        changed = set(changed)
+        if POLICY_PATH in changed:
+            return list(self.packets)
+        hit = set(self.unknown)
+        for path in changed:
+            hit |= self.readers.get(path, set())
+        return sorted(hit)
+
+
+def _dependencies(packet_path: str, entry: pygit2.Object) -> set[str] | None:
+    from governance.locator import parse_locator
+
+    if not isinstance(entry, pygit2.Blob) or entry.filemode not in (MODE_FILE, MODE_EXEC):
+        return None
+    try:
+        reads = required_reads(entry.data.decode("utf-8"))
+        if reads is None:
+            return None
+        paths = {parse_locator(locator).path for locator in reads}
+    except (UnicodeDecodeError, CapsuleError):
+        return None
+    folder = posixpath.dirname(packet_path)
+    return paths | {packet_path, posixpath.join(folder, CONTEXT_FILE)}
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def required_reads(text: str) -> list[str] | None:
+    """The ``required_reads`` strings of a packet's YAML, or None unless the
+    document is a mapping with unique plain keys and that key is a list of
+    strings."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        node = yaml.compose(text, Loader=loader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode) and k.tag == _STR_TAG]
+    # A merge key, a non-string key or a repeated key: leave it to the real parser.
+    if len(keys) != len(node.value) or len(set(keys)) != len(keys):
+        return None
+    for key, value in node.value:
+        if key.value != "required_reads":
+            continue
+        if not isinstance(value, yaml.SequenceNode):
+            return None
+        items = value.value
+        if not all(isinstance(i, yaml.ScalarNode) and i.tag == _STR_TAG for i in items):
+            return None
+        return [str(i.value) for i in items]
+    return None

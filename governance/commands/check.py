@@ -1,0 +1,99 @@
+"""``capsule check``: would each packet build? Every failure, nothing emitted."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from governance.cli import EXIT_CODES, add_json_flag
+
+HELP = "report every reason packets would not build (emits nothing)"
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "check",
+        help=HELP,
+        description=(
+            "Build each PACKET (or, with --all, every packets/<ID>/packet.yml) without "
+            "emitting a capsule, and report every failure, not only the first: one line per "
+            "failure on stdout, 'path: locator: code: what to do', and a summary on stderr. "
+            "Reads HEAD, where every source must also be clean in the working tree, as for "
+            "build; with --staged, reads every byte from the index instead. When failures "
+            "of several kinds are found the exit code is that of the first kind build "
+            "meets: 2 (malformed), then 3 (source), then 4 (budget)."
+        ),
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "packets", nargs="*", metavar="PACKET", help="path to packets/<ID>/packet.yml"
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="check every packets/<ID>/packet.yml of the tree"
+    )
+    parser.add_argument(
+        "--staged",
+        action="store_true",
+        help="read the index (the staged tree) instead of HEAD and the working tree",
+    )
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from governance.check import check_packets, exit_code, find_packets, plural
+    from governance.errors import UsageError
+    from governance.output import print_json
+    from governance.paths import repo_relative
+    from governance.snapshot import Snapshot, open_repository
+    from governance.staged import staged_snapshot
+
+    if args.all and args.packets:
+        raise UsageError("name PACKETs or use --all, not both", code="usage")
+    if not args.all and not args.packets:
+        raise UsageError("name at least one PACKET, or use --all", code="usage")
+    repo = open_repository()
+    snapshot = staged_snapshot(repo) if args.staged else Snapshot.at(repo, "HEAD")
+    if args.all:
+        packets = find_packets(snapshot.tree)
+    else:
+        # Each named once, in the order given.
+        packets = list(dict.fromkeys(repo_relative(repo, p) for p in args.packets))
+    results = check_packets(snapshot, packets)
+    failures = [f for packet in packets for f in results[packet]]
+    code = exit_code(failures)
+    at = "in the index" if args.staged else f"at HEAD ({snapshot.commit_id[:12]})"
+    if args.json:
+        print_json(
+            {
+                "at": None if args.staged else snapshot.commit_id,
+                "staged": args.staged,
+                "ok": not failures,
+                "exit_code": code,
+                "packets": [
+                    {
+                        "path": packet,
+                        "ok": not results[packet],
+                        "failures": [f.to_json() for f in results[packet]],
+                    }
+                    for packet in packets
+                ],
+            }
+        )
+    else:
+        for failure in failures:
+            print(failure.line())
+        sys.stdout.flush()
+    failing = sum(1 for packet in packets if results[packet])
+    if not packets:
+        verdict = "no packets to check"
+    elif failures:
+        verdict = (
+            f"{plural(len(failures), 'failure')} in {failing} of {plural(len(packets), 'packet')}"
+        )
+    else:
+        verdict = f"{plural(len(packets), 'packet')} would build"
+    print(f"capsule: checked {at}: {verdict}", file=sys.stderr)
+    return code

@@ -1,0 +1,126 @@
+"""A plain git pre-commit hook running the same checks as the pre-commit hooks,
+for repositories that do not use the pre-commit framework."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from governance.errors import UsageError
+
+MARKER = "# git-capsule pre-commit hook, written by `capsule install-hook`."
+
+# Runs both hooks with no paths, so each takes what is staged. Prefers the
+# interpreter that installed it; falls back to the console scripts on PATH.
+_TEMPLATE = """\
+#!/bin/sh
+{marker}
+# Against the index (the staged tree): every packet a staged change affects must
+# still build (capsule-packets), and every staged capsule record must replay
+# identically (capsule-records). Skip once with: git commit --no-verify
+INSTALL_PYTHON={python}
+if [ -x "$INSTALL_PYTHON" ]; then
+    packets() {{ "$INSTALL_PYTHON" -m capsule_hooks.packets; }}
+    records() {{ "$INSTALL_PYTHON" -m capsule_hooks.records; }}
+elif command -v capsule-packets >/dev/null 2>&1; then
+    packets() {{ capsule-packets; }}
+    records() {{ capsule-records; }}
+else
+    echo "capsule hook: git-capsule not found (was $INSTALL_PYTHON); install it and run" \\
+        "capsule install-hook --force" >&2
+    exit 1
+fi
+status=0
+packets || status=1
+records || status=1
+exit $status
+"""
+
+
+def hook_script(python: str | None = None) -> str:
+    return _TEMPLATE.format(marker=MARKER, python=shlex.quote(python or sys.executable))
+
+
+def _common_dir(repo: pygit2.Repository) -> Path:
+    # A linked worktree's git dir names the shared one in its ``commondir``
+    # file; hooks live in the shared one.
+    git_dir = Path(repo.path)
+    pointer = git_dir / "commondir"
+    if pointer.is_file():
+        return (git_dir / pointer.read_text(encoding="utf-8").strip()).resolve()
+    return git_dir
+
+
+def hooks_dir(repo: pygit2.Repository) -> Path:
+    """Where git looks for hooks: core.hooksPath when set (relative to the top of
+    the work tree, where hooks run; ``~`` expanded), else ``hooks`` in the
+    repository's common git dir."""
+    try:
+        configured = repo.config["core.hooksPath"]
+    except KeyError:
+        configured = None
+    if configured:
+        path = Path(os.path.expanduser(str(configured)))
+        if not path.is_absolute():
+            path = Path(repo.workdir if repo.workdir is not None else repo.path) / path
+        return path
+    return _common_dir(repo) / "hooks"
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """A regular file's bytes; None for a link, a folder or anything unreadable."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class Installed:
+    path: Path
+    action: str  # "installed", "unchanged" or "replaced"
+
+
+def install_hook(repo: pygit2.Repository, *, force: bool = False) -> Installed:
+    from governance.output import write_atomic
+
+    target = hooks_dir(repo) / "pre-commit"
+    script = hook_script().encode("utf-8")
+    action = "installed"
+    if os.path.lexists(target):
+        current = _read_regular(target)
+        if current == script:
+            if os.access(target, os.X_OK):
+                return Installed(target, "unchanged")
+            # Ours, word for word, but git would skip it: rewrite it executable.
+        elif not force:
+            ours = current is not None and MARKER.encode("utf-8") in current
+            what = (
+                "a git-capsule hook written for another interpreter or version"
+                if ours
+                else "a different hook"
+            )
+            raise UsageError(
+                f"{target} already holds {what}; keep it, or replace it with "
+                "capsule install-hook --force",
+                code="hook_exists",
+                path=str(target),
+            )
+        else:
+            action = "replaced"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"{target.parent}: cannot create the hooks folder: {exc.strerror}",
+            code="output_failed",
+        ) from None
+    write_atomic(str(target), script, mode=0o777)
+    return Installed(target, action)

@@ -1,0 +1,96 @@
+"""What the pre-commit hooks run (``hooks/``), against the staged tree only.
+
+Each hook takes the paths pre-commit passes it or, given none, what is staged
+(the difference between HEAD and the index). Failures are printed one per line
+on stdout, ``path: locator: code: what to do``; a summary goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pygit2
+
+from governance.check import Failure, exit_code, plural
+from governance.errors import CapsuleError
+
+
+@dataclass(frozen=True)
+class GuardReport:
+    what: str  # "packet" or "record"
+    checked: tuple[str, ...]
+    failures: tuple[Failure, ...]
+
+
+def _paths(repo: pygit2.Repository, filenames: Sequence[str]) -> list[str]:
+    from governance.paths import repo_relative
+
+    return [repo_relative(repo, name) for name in filenames]
+
+
+def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
+    """Every packet that a path in ``filenames`` (or, given none, a staged
+    change) can affect must build against the index."""
+    from governance.check import ReverseIndex, check_packets
+    from governance.staged import index_tree, open_index, staged_changes, staged_snapshot
+
+    tree = index_tree(repo, open_index(repo))
+    staged = staged_changes(repo, tree)
+    changed = set(_paths(repo, filenames)) if filenames else set(staged.changed)
+    # pre-commit never passes a deleted path, and deleting a file a packet
+    # reads is exactly what must be caught.
+    changed |= staged.deleted
+    if not changed:
+        return GuardReport("packet", (), ())
+    snapshot = staged_snapshot(repo, tree)
+    affected = ReverseIndex(tree).affected(changed)
+    results = check_packets(snapshot, affected)
+    failures = tuple(f for packet in affected for f in results[packet])
+    return GuardReport("packet", tuple(affected), failures)
+
+
+def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
+    """Every record among ``filenames`` (or, given none, every staged record)
+    must be read from the index, pass the pre-checks and replay identically."""
+    from governance.record_check import check_record, is_record_path
+    from governance.staged import index_tree, open_index, staged_changes, staged_snapshot
+
+    tree = index_tree(repo, open_index(repo))
+    if filenames:
+        candidates = set(_paths(repo, filenames))
+    else:
+        staged = staged_changes(repo, tree)
+        candidates = set(staged.changed - staged.deleted)
+    records = sorted(p for p in candidates if is_record_path(p))
+    snapshot = staged_snapshot(repo, tree)
+    failures = tuple(f for record in records for f in check_record(repo, snapshot, record))
+    return GuardReport("record", tuple(records), failures)
+
+
+def run_hook(
+    name: str,
+    guard: Callable[[pygit2.Repository, Sequence[str]], GuardReport],
+    filenames: Sequence[str],
+) -> int:
+    """The hooks' one error boundary: run ``guard`` on the repository of the
+    current directory and print its failures."""
+    from governance.snapshot import open_repository
+
+    try:
+        report = guard(open_repository(), filenames)
+    except CapsuleError as error:
+        print(f"{name}: error [{error.code}]: {error.message}", file=sys.stderr)
+        return error.exit_code
+    for failure in report.failures:
+        print(failure.line())
+    if report.failures:
+        failing = len({f.path for f in report.failures})
+        print(
+            f"{name}: {plural(len(report.failures), 'failure')} in {failing} of "
+            f"{plural(len(report.checked), report.what)} checked against the index",
+            file=sys.stderr,
+        )
+    sys.stdout.flush()
+    return exit_code(report.failures)

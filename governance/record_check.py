@@ -1,0 +1,139 @@
+"""Checking a capsule record read from a snapshot (the index, for the hook).
+
+A record is ``packets/<ID>/capsules/<first 12 hex of its commit>.json``. It
+passes when (1) it is in the snapshot, (2) its bytes pass the reader's
+pre-checks (known schema, shape, canonical bytes, internal consistency),
+(3) it sits where its own id and commit say it belongs, (4) its declared commit
+is in the repository, and (5) rebuilding it there gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import pygit2
+
+from governance.capsule import PACKETS_DIR
+from governance.check import Failure
+from governance.errors import EXIT_DRIFT, CapsuleError
+from governance.snapshot import Snapshot
+
+RECORDS_DIR = "capsules"
+COMMIT_PREFIX = 12
+
+
+def is_record_path(path: str) -> bool:
+    parts = path.split("/")
+    return (
+        len(parts) == 4
+        and parts[0] == PACKETS_DIR
+        and parts[2] == RECORDS_DIR
+        and parts[3].endswith(".json")
+    )
+
+
+def expected_path(packet_id: str, commit: str) -> str:
+    return f"{PACKETS_DIR}/{packet_id}/{RECORDS_DIR}/{commit[:COMMIT_PREFIX]}.json"
+
+
+# What to do about a record's failure. A record is evidence: it is never
+# repaired by hand, only restored or rebuilt at its commit.
+ADVICE = {
+    "source_missing": "stage the record, or leave it out",
+    "capsule_malformed": "restore the record as capsule build wrote it",
+    "non_canonical": "restore the record as capsule build wrote it",
+    "capsule_corrupt": "restore the record, or rebuild it at its commit",
+    "commit_missing": "commit records only where their commit is in the history (fetch it, "
+    "or rebuild the record at a commit of this branch)",
+    "replay_differs": "the record is not what the builder gives at its commit: restore it, or "
+    "rebuild it there",
+}
+# Any other code comes from the builder at the declared commit.
+NOT_BUILDABLE = "no build at that commit gives this record: remove it, or rebuild it there"
+
+
+def _failure(path: str, error: CapsuleError) -> Failure:
+    details = dict(error.details)
+    where = details.pop("field", None) or details.pop("where", None) or "$"
+    return Failure(
+        path,
+        str(where),
+        error.code,
+        error.message,
+        error.exit_code,
+        ADVICE.get(error.code, ""),
+        details,
+    )
+
+
+def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list[Failure]:
+    from governance.reader import read_capsule
+    from governance.replay import replay_capsule
+
+    # 1. In the snapshot, as a regular blob.
+    try:
+        data = snapshot.read(snapshot.source(path))
+    except CapsuleError as exc:
+        return [_failure(path, exc)]
+    # 2. The reader's pre-checks, before any source is read.
+    try:
+        capsule = read_capsule(data)
+    except CapsuleError as exc:
+        return [_failure(path, exc)]
+    # 3. Where it belongs.
+    expected = expected_path(capsule.document["id"], capsule.commit)
+    if path != expected:
+        return [
+            Failure(
+                path,
+                "$",
+                "record_misplaced",
+                f"a record of {capsule.document['id']} built at {capsule.commit[:12]} belongs "
+                f"at {expected}; move it there",
+                EXIT_DRIFT,
+                "",
+                {"expected": expected},
+            )
+        ]
+    # 4 and 5. Its commit exists, and the trusted builder gives the same bytes there.
+    try:
+        result = replay_capsule(repo, capsule)
+    except CapsuleError as exc:
+        if exc.code == "commit_missing":
+            return [_failure(path, exc)]
+        # The declared commit exists but the packet does not build there.
+        locator = str(exc.details.get("locator") or exc.details.get("path") or "$")
+        details = {k: v for k, v in exc.details.items() if k not in ("locator", "path")}
+        message = exc.message.splitlines()[0].removeprefix(f"{locator}: ")
+        return [
+            Failure(
+                path,
+                locator,
+                exc.code,
+                f"cannot rebuild at its commit {capsule.commit[:12]}: {message}",
+                exc.exit_code,
+                NOT_BUILDABLE,
+                details,
+            )
+        ]
+    if not result.identical:
+        fields = [d.path for d in result.differences]
+        shown = ", ".join(fields[:5]) + (f" and {len(fields) - 5} more" if len(fields) > 5 else "")
+        # Name the field that was changed, not the hashes and budget numbers
+        # that had to follow it.
+        named = (
+            [f for f in fields if not f.startswith("budget.") and not f.endswith("sha256")]
+            or [f for f in fields if not f.startswith("budget.")]
+            or fields
+            or ["$"]
+        )
+        return [
+            Failure(
+                path,
+                named[0],
+                "replay_differs",
+                f"rebuilding at {capsule.commit[:12]} gives other bytes (at {shown})",
+                EXIT_DRIFT,
+                ADVICE["replay_differs"],
+                {"differences": [d.to_json() for d in result.differences]},
+            )
+        ]
+    return []

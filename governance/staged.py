@@ -1,0 +1,122 @@
+"""The index (the staged tree) as a Snapshot, and what is staged.
+
+Hooks and ``capsule check --staged`` read every byte from the index, never the
+working tree: under ``pre-commit run --all-files`` or ``git add -p`` the two
+differ, and what gets committed is the index. Nothing is ever emitted from it:
+it has no commit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pygit2
+
+from governance.errors import UsageError
+from governance.snapshot import Snapshot
+
+# The index has no commit. A capsule is never emitted from it; the placeholder
+# only has to be as long as a real id, so sizes and budgets come out the same.
+PLACEHOLDER_COMMIT = "0" * 40
+INDEX_LABEL = "in the index"
+
+
+def open_index(repo: pygit2.Repository) -> pygit2.Index:
+    """The index git itself would commit from.
+
+    ``git commit -a`` and ``git commit PATH`` stage into a temporary index and
+    point GIT_INDEX_FILE at it while hooks run; libgit2 does not read that
+    variable, so honour it here. A relative value is relative to the top of the
+    work tree, where git runs hooks.
+    """
+    override = os.environ.get("GIT_INDEX_FILE")
+    if override:
+        base = repo.workdir if repo.workdir is not None else repo.path
+        path = os.path.join(base, override)
+        if not os.path.isfile(path):
+            raise UsageError(
+                f"GIT_INDEX_FILE names {override}, which does not exist",
+                code="index_unreadable",
+                path=override,
+            )
+        try:
+            return pygit2.Index(path)
+        except pygit2.GitError as exc:
+            raise UsageError(
+                f"cannot read the index {override}: {exc}", code="index_unreadable", path=override
+            ) from None
+    if repo.is_bare:
+        raise UsageError("a bare repository has no index to check", code="index_unreadable")
+    try:
+        index: pygit2.Index = repo.index
+    except pygit2.GitError as exc:
+        raise UsageError(f"cannot read the index: {exc}", code="index_unreadable") from None
+    return index
+
+
+def index_tree(repo: pygit2.Repository, index: pygit2.Index) -> pygit2.Tree:
+    """The staged tree. Writes its tree objects into the object database, as
+    ``git write-tree`` (and the commit that follows) would."""
+    conflicts = index.conflicts
+    if conflicts is not None:
+        paths = sorted({e.path for entries in conflicts for e in entries if e is not None})
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        raise UsageError(
+            f"the index has unresolved merge conflicts ({shown}); resolve them and stage "
+            "the result before checking",
+            code="index_conflicted",
+            paths=paths,
+        )
+    try:
+        tree_id = index.write_tree(repo)
+    except pygit2.GitError as exc:
+        # Trees are written to the object database, as git write-tree does.
+        raise UsageError(
+            f"cannot write the staged tree's objects: {exc}", code="index_unreadable"
+        ) from None
+    tree = repo[tree_id]
+    assert isinstance(tree, pygit2.Tree)
+    return tree
+
+
+def staged_snapshot(repo: pygit2.Repository, tree: pygit2.Tree | None = None) -> Snapshot:
+    if tree is None:
+        tree = index_tree(repo, open_index(repo))
+    return Snapshot(repo=repo, tree=tree, commit_id=PLACEHOLDER_COMMIT, label=INDEX_LABEL)
+
+
+@dataclass(frozen=True)
+class StagedChanges:
+    """Paths that differ between HEAD and the index. ``deleted`` are in HEAD but
+    not staged: pre-commit never passes those to a hook."""
+
+    changed: frozenset[str]
+    deleted: frozenset[str]
+
+
+def staged_changes(repo: pygit2.Repository, tree: pygit2.Tree) -> StagedChanges:
+    if repo.head_is_unborn:
+        # The first commit: everything in the index is new.
+        return StagedChanges(frozenset(_walk(tree)), frozenset())
+    head = repo.head.peel(pygit2.Commit)
+    assert isinstance(head, pygit2.Commit)
+    changed: set[str] = set()
+    deleted: set[str] = set()
+    for delta in head.tree.diff_to_tree(tree).deltas:
+        changed.add(delta.old_file.path)
+        changed.add(delta.new_file.path)
+        if delta.status == pygit2.enums.DeltaStatus.DELETED:
+            deleted.add(delta.old_file.path)
+    return StagedChanges(frozenset(changed), frozenset(deleted))
+
+
+def _walk(tree: pygit2.Tree, prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for entry in tree:
+        path = f"{prefix}{entry.name}"
+        if isinstance(entry, pygit2.Tree):
+            out += _walk(entry, f"{path}/")
+        else:
+            out.append(path)
+    return out

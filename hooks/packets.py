@@ -1,0 +1,30 @@
+"""``capsule-packets``: every packet a staged change affects still builds."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="capsule-packets",
+        description=(
+            "Check, against the index (the staged tree), every packet that PATHs can "
+            "affect: its packet.yml or context.md, the policy, or a file it reads. With no "
+            "PATH, the staged changes. Staged deletions always count. Prints one line per "
+            "failure: path: locator: code: what to do."
+        ),
+    )
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="changed paths (pre-commit passes them)"
+    )
+    args = parser.parse_args(argv)
+
+    from governance.guards import packets_guard, run_hook
+
+    return run_hook("capsule-packets", packets_guard, args.paths)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

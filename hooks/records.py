@@ -1,0 +1,31 @@
+"""``capsule-records``: every staged capsule record is genuine."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="capsule-records",
+        description=(
+            "Check each capsule record (packets/<ID>/capsules/<commit>.json) among PATHs, "
+            "or with no PATH every staged record, read from the index: canonical, "
+            "internally consistent, in its place, its commit present, and replaying "
+            "byte for byte at that commit. Prints one line per failure: "
+            "path: locator: code: what to do."
+        ),
+    )
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="paths to check; other files are ignored"
+    )
+    args = parser.parse_args(argv)
+
+    from governance.guards import records_guard, run_hook
+
+    return run_hook("capsule-records", records_guard, args.paths)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
