@@ -52,18 +52,21 @@ def _no_constant(text: str) -> Any:
 
 def has_surrogate(value: Any) -> bool:
     """True when any string (key or value) holds a lone surrogate, which no
-    UTF-8 file can carry. Iterative: hostile nesting must not recurse."""
+    UTF-8 file can carry. Iterative, and each container is visited once:
+    hostile nesting must not recurse, and YAML aliases must not loop."""
     stack = [value]
+    seen: set[int] = set()
     while stack:
         item = stack.pop()
         if isinstance(item, str):
             if any("\ud800" <= ch <= "\udfff" for ch in item):
                 return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
+        elif isinstance(item, dict | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            stack.extend(item.keys() if isinstance(item, dict) else ())
+            stack.extend(item.values() if isinstance(item, dict) else item)
     return False
 
 

@@ -43,6 +43,31 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 _StrictLoader.add_constructor("tag:yaml.org,2002:float", _refuse_float)
 
 
+def _has_cycle(value: Any) -> bool:
+    # YAML aliases can make a structure contain itself; nothing downstream
+    # (schema validation, canonical JSON) can walk that.
+    on_path: set[int] = set()
+    finished: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(item))
+            finished.add(id(item))
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if id(item) in on_path:
+            return True
+        if id(item) in finished:
+            continue
+        on_path.add(id(item))
+        stack.append((item, True))
+        children = list(item.values()) if isinstance(item, dict) else item
+        stack.extend((child, False) for child in children)
+    return False
+
+
 def load_yaml(text: str, *, path: str, code: str) -> Any:
     try:
         value = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
@@ -50,6 +75,10 @@ def load_yaml(text: str, *, path: str, code: str) -> Any:
         raise MalformedInput(f"{path}: not valid YAML: {exc}", code=code, path=path) from None
     except RecursionError:
         raise MalformedInput(f"{path}: nested too deeply", code=code, path=path) from None
+    if _has_cycle(value):
+        raise MalformedInput(
+            f"{path}: an alias refers to a mapping or list that contains it", code=code, path=path
+        )
     if has_surrogate(value):
         raise MalformedInput(
             f"{path}: a string holds a lone surrogate escape (not UTF-8)", code=code, path=path

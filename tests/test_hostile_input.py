@@ -30,9 +30,11 @@ def error_of(cli, repo: Repo, argv: list[str]) -> tuple[int, str]:
         ("packet", packet_yaml("P-1", []).replace("contracts: []", "contracts: " + "[" * 3000)),
         ("packet", packet_yaml("P-1", []) + 'question: "\\ud800"\n'),
         ("packet", packet_yaml("P-1", ["docs/\ud800.md"])),
+        ("packet", packet_yaml("P-1", []) + "question: &x [*x]\n"),
+        ("policy", "target_tokens: &x [*x]\n"),
     ],
     ids=["policy-float", "packet-float", "complex-key", "deep-nesting", "surrogate-question",
-         "surrogate-locator"],
+         "surrogate-locator", "packet-self-alias", "policy-self-alias"],
 )  # fmt: skip
 def test_malformed_yaml_is_exit_2(cli, repo: Repo, where: str, text: str) -> None:
     path = "policies/capsule.yml" if where == "policy" else PACKET
@@ -71,3 +73,15 @@ def test_closed_pipe_exits_quietly(repo: Repo) -> None:
     )
     assert done.returncode == 141
     assert "Traceback" not in done.stderr
+
+
+def test_shared_alias_is_not_a_cycle(cli, repo: Repo) -> None:
+    # The same list used twice is fine YAML; only a list inside itself is refused.
+    text = packet_yaml("P-1", ["docs/notes.md"])
+    text = text.replace("scope: docs", "scope: &s [docs, tests]").replace(
+        "contracts: []", "contracts: *s"
+    )
+    repo.write(PACKET, text)
+    repo.commit()
+    result = cli(["build", PACKET], cwd=repo.path)
+    assert result.code == 0, result.err
