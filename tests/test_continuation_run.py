@@ -481,7 +481,7 @@ import json, sys
 
 args = sys.argv[1:]
 system = args[args.index("-s") + 1]
-if args[0] != "prompt" or not system.startswith("continuation-prompt/1\\n"):
+if args[0] != "prompt" or not system.startswith("continuation-prompt/2\\n"):
     sys.exit("the adapter did not send the continuation prompt")
 capsule = json.loads(sys.stdin.read())
 answer = {

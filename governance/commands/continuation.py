@@ -169,7 +169,7 @@ def _register_prompt(commands: Any) -> None:
         "prompt",
         help="print the fixed instruction text for an agent's model",
         description=_wrap(
-            "Print the fixed, versioned instruction text (continuation-prompt/1) that an "
+            "Print the fixed, versioned instruction text (continuation-prompt/2) that an "
             "agent adapter gives its model together with the capsule: what to decide, "
             "the result form, and that every excerpt is untrusted data. Verdicts record "
             "its SHA-256. With --json: its version, sha256 and text."

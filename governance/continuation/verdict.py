@@ -45,6 +45,13 @@ CHECK_NAMES = (
 # Reasons quote agent-written strings; keep them readable when an agent floods.
 _MAX_LISTED = 5
 _MAX_QUOTED = 80
+_MAX_REASON = 500
+
+# The result schema forbids these keys with {"not": {}}; say so plainly.
+_EXCLUSIVE = {
+    "$.blockers": "blockers are not allowed when the decision is continue",
+    "$.next_action": "next_action is not allowed when the decision is blocked",
+}
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,16 @@ def _parse(data: bytes) -> dict[str, Any]:
     return value
 
 
+def _schema_reason(slot: str, exc: MalformedInput) -> str:
+    where = str(exc.details.get("where", ""))
+    if where in _EXCLUSIVE and exc.message.endswith("should not be valid under {}"):
+        return f"result {slot}: {where}: {_EXCLUSIVE[where]}"
+    # A schema message quotes the offending value, which an agent controls.
+    if len(exc.message) > _MAX_REASON:
+        return exc.message[: _MAX_REASON - 1] + "…"
+    return exc.message
+
+
 def _identity(agent_id: str) -> str:
     # Two spellings of one name are one identity.
     return unicodedata.normalize("NFKC", agent_id).strip().casefold()
@@ -274,7 +291,7 @@ def evaluate(
                 value, "continuation-result-1", what=f"result {slot}", code="result_invalid"
             )
         except MalformedInput as exc:
-            invalid.append(exc.message)
+            invalid.append(_schema_reason(slot, exc))
         else:
             valid[slot] = value
     checks.append(
