@@ -313,6 +313,32 @@ def test_agent_printing_non_json(cli, capsule: Path, stub) -> None:
     assert reason(verdict, 1).startswith("a (agent a): not one JSON object: not valid JSON")
 
 
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_agent_printing_a_lone_surrogate(cli, capsule: Path, stub, as_json: bool) -> None:
+    # Valid to json.loads, impossible to print as UTF-8: refused, not a crash.
+    half = stub('result["rationale"] = "half a pair: \\ud800"\n')
+    argv = ["continuation", "run", str(capsule), "--agent", stub(name="honest"), "--agent-b", half]
+    result = cli(argv + (["--json"] if as_json else []))
+    assert result.code == 1
+    if as_json:
+        verdict = json.loads(result.out)
+        assert failing(verdict) == [1]
+        assert "b (agent b): not one JSON object: " in reason(verdict, 1)
+        assert "lone surrogate" in reason(verdict, 1)
+    else:
+        assert "(1) fail" in result.out
+
+
+def test_agent_printing_deeply_nested_json(cli, capsule: Path, stub) -> None:
+    deep = stub('sys.stdout.write("{\\"x\\": " + "[" * 100000 + "]" * 100000 + "}")\nsys.exit(0)\n')
+    code, verdict = run(cli, capsule, "--agent", deep, "--agent-b", stub(name="honest"))
+    assert code == 1
+    assert failing(verdict) == [1]
+    assert "a (agent a): not one JSON object: not valid JSON: nested too deeply" in reason(
+        verdict, 1
+    )
+
+
 def test_secret_in_the_runner_environment_never_reaches_the_agent(
     cli, capsule: Path, stub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -445,8 +471,8 @@ def test_pass_env_cannot_override_home(cli, capsule: Path, stub) -> None:
     assert document["error"]["code"] == "pass_env_reserved"
 
 
-@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
-def test_timeout_must_be_positive_and_finite(cli, capsule: Path, stub, timeout: str) -> None:
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "1e10", "86401"])
+def test_timeout_must_be_positive_and_at_most_a_day(cli, capsule: Path, stub, timeout: str) -> None:
     code, document = run(cli, capsule, "--agent", stub(name="honest"), f"--timeout={timeout}")
     assert code == 2
     assert document["error"]["code"] == "usage"

@@ -107,7 +107,7 @@ def test_verdict_is_deterministic(cli, capsule: Path, tmp_path: Path) -> None:
     assert first.out.encode() == canonical.dumps(json.loads(first.out))
 
 
-# (1) exactly two results, each one JSON object
+# (1) exactly two results; a file that is not one JSON object is malformed input
 
 
 def test_three_results(cli, capsule: Path, tmp_path: Path) -> None:
@@ -136,18 +136,51 @@ def test_one_result(cli, capsule: Path, tmp_path: Path) -> None:
         (b'{"decision": "continue", "decision": "blocked"}', "duplicate key 'decision'"),
         (b'{"rationale": NaN}', "NaN is not JSON"),
         (b'{"rationale": "caf\xe9"}', "not valid UTF-8"),
+        (b'{"rationale": "\\ud800"}', "lone surrogate"),
+        (b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
     ],
-    ids=["empty", "prose", "array", "two-objects", "duplicate-key", "nan", "latin-1"],
-)
+    ids=[
+        "empty", "prose", "array", "two-objects", "duplicate-key", "nan", "latin-1",
+        "lone-surrogate", "deep-nesting",
+    ],
+)  # fmt: skip
 def test_result_that_is_not_one_json_object(
     cli, capsule: Path, tmp_path: Path, content: bytes, why: str
 ) -> None:
-    code, verdict = pair(cli, capsule, tmp_path, honest(capsule, "a"), content)
-    assert code == 1
-    assert outcomes(verdict)[0] == "fail"
-    assert reason(verdict, 1).startswith(f"b ({tmp_path / 'b.json'}): not one JSON object: ")
-    assert why in reason(verdict, 1)
-    assert verdict["results"][1]["result"] is None
+    # The exit 2: malformed input, no verdict.
+    code, document = pair(cli, capsule, tmp_path, honest(capsule, "a"), content)
+    assert code == 2
+    assert document["error"]["code"] == "result_malformed"
+    assert document["error"]["message"].startswith(f"{tmp_path / 'b.json'}: not one JSON object: ")
+    assert why in document["error"]["message"]
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_result_with_a_lone_surrogate_is_malformed_not_a_crash(
+    cli, capsule: Path, tmp_path: Path, as_json: bool
+) -> None:
+    # json.loads accepts "\ud800"; no UTF-8 output can carry it.
+    b = json.dumps(honest(capsule, "b", rationale="half a pair: \ud800")).encode()
+    a = write(tmp_path, "a.json", honest(capsule, "a"))
+    argv = ["continuation", "verify", str(capsule), a, write(tmp_path, "b.json", b)]
+    result = cli(argv + (["--json"] if as_json else []))
+    assert result.code == 2
+    assert "result_malformed" in (result.out if as_json else result.err)
+
+
+def test_oversized_result_file_is_refused_unread(cli, capsule: Path, tmp_path: Path) -> None:
+    huge = honest(capsule, "b", rationale="x" * (1 << 20))
+    code, document = pair(cli, capsule, tmp_path, honest(capsule, "a"), huge)
+    assert code == 2
+    assert document["error"]["code"] == "result_too_large"
+    assert "over 1 MiB" in document["error"]["message"]
+
+
+def test_endless_result_file_is_refused(cli, capsule: Path, tmp_path: Path) -> None:
+    a = write(tmp_path, "a.json", honest(capsule, "a"))
+    code, document = verify(cli, capsule, a, "/dev/zero")
+    assert code == 2
+    assert document["error"]["code"] == "result_too_large"
 
 
 # (2) each is valid against the closed schema

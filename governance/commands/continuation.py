@@ -16,12 +16,16 @@ if TYPE_CHECKING:
 HELP = "check that two fresh agents given only a capsule reach the same decision"
 
 DEFAULT_TIMEOUT = 300.0
+# A day: longer is a mistake, and far longer overflows the clocks it is added to.
+MAX_TIMEOUT = 86400.0
 
 CHECKS = """\
 checks, each reported with its outcome (pass, fail, skipped) and a reason:
-  (1) two_results           exactly two results, each one JSON object (with run:
-                            from an agent that started, exited 0 in time and
-                            left its workspace untouched)
+  (1) two_results           exactly two results, each one JSON object; with run,
+                            each from an agent that started, exited 0 in time
+                            and left its workspace untouched (verify: a file
+                            that is not one JSON object is malformed input,
+                            exit 2)
   (2) schema_valid          each is a valid continuation-result/1 document
   (3) distinct_identities   the agent ids differ (case-insensitive, NFKC)
   (4) no_prior_context      both claim prior_context: false
@@ -39,7 +43,8 @@ exit codes:
   0  agreement: all seven checks pass
   1  no agreement: a check failed (the decisions differ, ...) or was skipped
   2  bad usage or malformed input (the capsule fails verify's pre-checks, a
-     result file cannot be read, an agent command cannot be found)"""
+     result file cannot be read, is over 1 MiB or is not one JSON object, an
+     agent command cannot be found or executed)"""
 
 
 def _wrap(text: str) -> str:
@@ -138,7 +143,7 @@ def _register_run(commands: Any) -> None:
         metavar="S",
         type=float,
         default=DEFAULT_TIMEOUT,
-        help=f"seconds each agent may run (default: {DEFAULT_TIMEOUT:g})",
+        help=f"seconds each agent may run, at most {MAX_TIMEOUT:g} (default: {DEFAULT_TIMEOUT:g})",
     )
     parser.add_argument(
         "--pass-env",
@@ -191,22 +196,43 @@ def run_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_result(path: str) -> bytes:
+    """A result file's bytes, if it is one JSON object of at most 1 MiB; any
+    other file is malformed input (exit 2), not a failed check."""
+    from governance.continuation.verdict import MAX_RESULT_BYTES, MAX_RESULT_TEXT, parse_result
+    from governance.errors import MalformedInput, UsageError
+
+    try:
+        with open(path, "rb") as handle:
+            # One byte more than allowed tells "too large" from "exactly full".
+            data = handle.read(MAX_RESULT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(
+            f"{path}: cannot read result: {exc.strerror}", code="result_unreadable"
+        ) from None
+    if len(data) > MAX_RESULT_BYTES:
+        raise MalformedInput(
+            f"{path}: result is over {MAX_RESULT_TEXT}; a result is one small JSON object",
+            code="result_too_large",
+        )
+    try:
+        parse_result(data)
+    except ValueError as exc:
+        raise MalformedInput(
+            f"{path}: not one JSON object: {exc}", code="result_malformed"
+        ) from None
+    return data
+
+
 def run_verify(args: argparse.Namespace) -> int:
     from governance.continuation.verdict import Submission, evaluate, slot_name
-    from governance.errors import UsageError
     from governance.reader import read_capsule_file
 
     capsule = read_capsule_file(args.capsule)
-    submissions = []
-    for index, path in enumerate(args.results):
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise UsageError(
-                f"{path}: cannot read result: {exc.strerror}", code="result_unreadable"
-            ) from None
-        submissions.append(Submission(slot_name(index), path, data))
+    submissions = [
+        Submission(slot_name(index), path, _read_result(path))
+        for index, path in enumerate(args.results)
+    ]
     return _report(evaluate(capsule, args.capsule, submissions), args.json)
 
 
@@ -222,9 +248,10 @@ def run_and_verify(args: argparse.Namespace) -> int:
     from governance.reader import read_capsule_file
 
     capsule = read_capsule_file(args.capsule)
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT):
         raise UsageError(
-            f"--timeout must be a positive number of seconds, not {args.timeout:g}",
+            f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} "
+            f"(a day), not {args.timeout:g}",
             code="usage",
         )
     if args.evidence and not os.path.isdir(os.path.dirname(os.path.abspath(args.evidence))):

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from governance.canonical import has_surrogate
 from governance.continuation import prompt
 from governance.errors import MalformedInput
 from governance.hashing import sha256_hex
@@ -21,6 +22,10 @@ from governance.reader import CapsuleFile
 
 RESULT_SCHEMA = "continuation-result/1"
 VERDICT_SCHEMA = "continuation-verdict/1"
+
+# A result is a few kilobytes; nothing larger is read (files) or kept (agent output).
+MAX_RESULT_BYTES = 1 << 20
+MAX_RESULT_TEXT = "1 MiB"
 
 SCOPE = "semantic_agreement"
 AUTHORITY = "none"
@@ -183,19 +188,25 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse(data: bytes) -> dict[str, Any]:
+def parse_result(data: bytes) -> dict[str, Any]:
     """Exactly one JSON object, strictly: a duplicate key could make two
-    readers see two different results. Numbers are left to the schema."""
+    readers see two different results. Numbers are left to the schema. The
+    same refusals as ``canonical.loads`` otherwise: a lone surrogate escape
+    (no UTF-8 output could carry it) and nesting too deep to walk. Raises
+    ``ValueError`` saying why."""
     if not data.strip():
         raise ValueError("the output is empty" if not data else "the output is only whitespace")
     try:
-        value = json.loads(
-            data.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant
-        )
+        text = data.decode("utf-8")
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("not valid JSON: nested too deeply") from None
+    if "\\u" in text and has_surrogate(value):
+        raise ValueError("not valid JSON: it holds a lone surrogate escape (not UTF-8)")
     if not isinstance(value, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number"}
         raise ValueError(f"{kind.get(type(value), 'a number or null')} in JSON, not an object")
@@ -271,7 +282,7 @@ def evaluate(
             problems.append(f"{s.slot} ({s.source}): {s.problem}")
             continue
         try:
-            objects[s.slot] = _parse(s.data or b"")
+            objects[s.slot] = parse_result(s.data or b"")
         except ValueError as exc:
             problems.append(f"{s.slot} ({s.source}): not one JSON object: {exc}")
     sources = ", ".join(f"{s.slot} from {s.source}" for s in submissions)
