@@ -22,9 +22,10 @@ MAX_TIMEOUT = 86400.0
 CHECKS = """\
 checks, each reported with its outcome (pass, fail, skipped) and a reason:
   (1) two_results           exactly two results, each one JSON object; with run,
-                            each from an agent that started, exited 0 in time
-                            and left its workspace untouched (verify: a file
-                            that is not one JSON object is malformed input,
+                            each from an agent that started, exited 0 in time,
+                            printed at most 1 MiB, left no process holding its
+                            output, and left its workspace untouched (verify: a
+                            file that is not one JSON object is malformed input,
                             exit 2)
   (2) schema_valid          each is a valid continuation-result/1 document
   (3) distinct_identities   the agent ids differ (case-insensitive, NFKC)
@@ -36,15 +37,17 @@ checks, each reported with its outcome (pass, fail, skipped) and a reason:
 
 The verdict (continuation-verdict/1) is scoped to semantic agreement and grants
 no authority. Agent identity is always agent-reported; the fresh-workspace and
-no-prior-context claims are runner-observed only with run --evidence, and
-execution is unattested without it.
+no-prior-context claims are runner-observed only with run --evidence, and only
+when both agents started in fresh workspaces they left unchanged; the verdict
+then lists what the runner observed. Execution is unattested without evidence.
 
 exit codes:
   0  agreement: all seven checks pass
   1  no agreement: a check failed (the decisions differ, ...) or was skipped
   2  bad usage or malformed input (the capsule fails verify's pre-checks, a
      result file cannot be read, is over 1 MiB or is not one JSON object, an
-     agent command cannot be found or executed)"""
+     agent command cannot be found or executed by the agent's user)
+  129, 143  run stopped by SIGHUP or SIGTERM: agents killed, workspaces removed"""
 
 
 def _wrap(text: str) -> str:
@@ -112,13 +115,20 @@ def _register_run(commands: Any) -> None:
             "(its cwd and HOME) with the exact capsule bytes on stdin, no extra "
             "arguments, and an environment of only PATH (/usr/local/bin:/usr/bin:/bin "
             "unless --pass-env PATH), LANG and LC_ALL (C.UTF-8), HOME, "
-            "CAPSULE_AGENT_SLOT (a or b) and the --pass-env names. Run as root, the "
-            "agents run as the user 'nobody', so the command and all it reads must be "
-            "accessible to that user. Each must print one continuation-result/1 JSON "
-            "object on stdout and exit 0 within the timeout; a timeout kills its whole "
-            "process group. A workspace found changed afterwards fails that agent. "
-            "Then the results are verified as by 'verify'. This is not a sandbox: "
-            "agents can still reach the network and what their user can read."
+            "CAPSULE_AGENT_SLOT (a or b) and the --pass-env names, in a session of its "
+            "own (no controlling terminal), with no new privileges, no core dumps and "
+            "files of at most 1 GiB. Run as root, each agent runs as its own unused uid "
+            "and gid (no supplementary groups, at most 256 processes), so the command, "
+            "its interpreter and all it reads must be usable by a user that owns nothing: "
+            "world-readable and, along the way, world-searchable. Without root, agents "
+            "run as you and the workspace is read-only by mode bits only. Each must print "
+            "one continuation-result/1 JSON object (at most 1 MiB) on stdout and exit 0 "
+            "within the timeout. When an agent ends, every process it left is killed "
+            "(as root: every process of its uid; otherwise: its session). A workspace "
+            "found changed afterwards fails that agent. SIGTERM or SIGHUP stop the "
+            "agents, remove the workspaces and exit 143 or 129. Then the results are "
+            "verified as by 'verify'. This is not a sandbox: agents can still reach the "
+            "network, read world-readable files and see other processes' command lines."
         ),
         epilog=CHECKS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -161,8 +171,9 @@ def _register_run(commands: Any) -> None:
         metavar="FILE",
         help=(
             "write the invocation evidence (continuation-evidence/1, canonical JSON) to "
-            "FILE atomically; the verdict then records its SHA-256 and marks the "
-            "workspace and prior-context claims runner_observed"
+            "FILE atomically; the verdict then records its SHA-256 and what the runner "
+            "observed, and marks the workspace and prior-context claims runner_observed "
+            "when both agents started in fresh workspaces they left unchanged"
         ),
     )
     add_json_flag(parser)
@@ -260,20 +271,33 @@ def run_and_verify(args: argparse.Namespace) -> int:
             f"{args.evidence}: cannot write evidence: no such folder", code="output_failed"
         )
     passed = runner.check_pass_env(args.pass_env, os.environ)
-    command_a = runner.parse_command(args.agent, "--agent")
-    command_b = (
-        command_a if args.agent_b is None else runner.parse_command(args.agent_b, "--agent-b")
-    )
-    run_as = runner.agent_user()
-    who = f"as user {run_as.name or run_as.uid}" if run_as.privilege_dropped else "as yourself"
+    users = runner.agent_users()
+    path = runner.agent_path(passed, os.environ)
+    commands = []
+    for option, command in (("--agent", args.agent), ("--agent-b", args.agent_b or args.agent)):
+        argv = runner.parse_command(command, option)
+        runner.check_executable(argv[0], option, users[0], path)
+        commands.append(argv)
+    if users[0].dedicated:
+        who = "as dedicated uids " + " and ".join(str(user.uid) for user in users)
+    else:
+        who = f"as yourself ({users[0].describe()}; the workspace is read-only by mode bits only)"
     warn(
         f"capsule: running agents a and b {who} in fresh read-only workspaces "
         f"(timeout {args.timeout:g} s each)"
     )
     runs = runner.run_agents(
-        capsule.data, (command_a, command_b), timeout=args.timeout, passed=passed
+        capsule.data, commands, timeout=args.timeout, users=users, passed=passed
     )
-    evidence_sha256 = None
+    for run in runs:
+        if run.left_running:
+            warn(
+                f"capsule: agent {run.slot} left {len(run.left_running)} process(es) running; "
+                "the runner killed them"
+            )
+        if run.survivors:
+            warn(f"capsule: agent {run.slot}: processes survived the runner's kill")
+    attestation = None
     if args.evidence:
         data = canonical.dumps(
             runner.evidence(
@@ -285,7 +309,7 @@ def run_and_verify(args: argparse.Namespace) -> int:
             )
         )
         write_atomic(args.evidence, data)
-        evidence_sha256 = sha256_hex(data)
+        attestation = runner.attestation(runs, sha256_hex(data))
     submissions = [
         Submission(
             run.slot,
@@ -295,9 +319,7 @@ def run_and_verify(args: argparse.Namespace) -> int:
         )
         for run in runs
     ]
-    return _report(
-        evaluate(capsule, args.capsule, submissions, evidence_sha256=evidence_sha256), args.json
-    )
+    return _report(evaluate(capsule, args.capsule, submissions, attestation=attestation), args.json)
 
 
 def _printable(text: str) -> str:
@@ -327,10 +349,11 @@ def _report(verdict: Verdict, as_json: bool) -> int:
     document = verdict.capsule.document
     outcome = f"agreement: {verdict.decision}" if verdict.agreement else "no agreement (exit 1)"
     claim = verdict.observed_claim.replace("_", "-")
+    attestation = verdict.attestation
     execution = (
         "unattested"
-        if verdict.evidence_sha256 is None
-        else f"runner-observed (evidence sha256 {verdict.evidence_sha256[:12]})"
+        if attestation is None
+        else f"runner-observed (evidence sha256 {attestation.evidence_sha256[:12]})"
     )
     print(
         f"capsule: continuation of {document['id']} (capsule sha256 "
@@ -339,4 +362,8 @@ def _report(verdict: Verdict, as_json: bool) -> int:
         f"{claim}; execution {execution}.",
         file=sys.stderr,
     )
+    if attestation is not None:
+        notes = "".join(f"  {_printable(note)}\n" for note in attestation.observed)
+        sys.stderr.write(f"observed by the runner:\n{notes}")
+        sys.stderr.flush()
     return 0 if verdict.agreement else 1

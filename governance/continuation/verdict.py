@@ -3,7 +3,9 @@
 A verdict says whether two results for one capsule agree, and nothing more:
 its scope is semantic agreement, it grants no authority, and each operational
 claim (identity, fresh workspace, no prior context) names who stands behind it.
-Only a run that kept invocation evidence may mark a claim ``runner_observed``.
+Only a run that kept invocation evidence may mark a claim ``runner_observed``,
+and only when the runner saw both agents start in fresh workspaces and leave
+them unchanged; the verdict then says in words what exactly was observed.
 """
 
 from __future__ import annotations
@@ -72,6 +74,17 @@ class Submission:
 
 
 @dataclass(frozen=True)
+class Attestation:
+    """What a runner that kept evidence observed: the evidence file's hash,
+    plain-words notes of what was seen (and what was not), and whether both
+    agents started in fresh workspaces that they left unchanged."""
+
+    evidence_sha256: str
+    observed: tuple[str, ...]
+    workspaces_observed: bool
+
+
+@dataclass(frozen=True)
 class Check:
     number: int
     name: str
@@ -94,7 +107,7 @@ class Verdict:
     submissions: tuple[Submission, ...]
     valid: Mapping[str, dict[str, Any]]
     checks: tuple[Check, ...]
-    evidence_sha256: str | None = None
+    attestation: Attestation | None = None
     prompt_sha256: str = field(default_factory=prompt.sha256)
 
     @property
@@ -108,13 +121,24 @@ class Verdict:
         return str(next(iter(self.valid.values()))["decision"])
 
     @property
+    def evidence_sha256(self) -> str | None:
+        return None if self.attestation is None else self.attestation.evidence_sha256
+
+    @property
     def observed_claim(self) -> str:
-        return AGENT_REPORTED if self.evidence_sha256 is None else RUNNER_OBSERVED
+        """Who stands behind the fresh-workspace and no-prior-context claims."""
+        if self.attestation is not None and self.attestation.workspaces_observed:
+            return RUNNER_OBSERVED
+        return AGENT_REPORTED
 
     def to_json(self) -> dict[str, Any]:
         execution: dict[str, Any] = {"status": UNATTESTED}
-        if self.evidence_sha256 is not None:
-            execution = {"status": RUNNER_OBSERVED, "evidence_sha256": self.evidence_sha256}
+        if self.attestation is not None:
+            execution = {
+                "status": RUNNER_OBSERVED,
+                "evidence_sha256": self.attestation.evidence_sha256,
+                "observed": list(self.attestation.observed),
+            }
         return {
             "schema": VERDICT_SCHEMA,
             "scope": SCOPE,
@@ -262,7 +286,7 @@ def evaluate(
     capsule_path: str,
     submissions: Sequence[Submission],
     *,
-    evidence_sha256: str | None = None,
+    attestation: Attestation | None = None,
 ) -> Verdict:
     """Run checks (1)-(7) over ``submissions`` for ``capsule``.
 
@@ -400,5 +424,5 @@ def evaluate(
         submissions=tuple(submissions),
         valid=valid,
         checks=tuple(checks),
-        evidence_sha256=evidence_sha256,
+        attestation=attestation,
     )
