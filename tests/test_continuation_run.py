@@ -1090,13 +1090,14 @@ def test_corrupt_capsule_runs_no_agent(cli, capsule: Path, stub) -> None:
 ADAPTER = Path(__file__).resolve().parent.parent / "docs" / "examples" / "continuation-llm.sh"
 
 # Answers like a chatty model: prose, a code fence, and fields it cannot know.
+# It insists on the exact prompt, to the last byte (its final newline included).
 FAKE_LLM = """\
-import json, sys
+import hashlib, json, os, sys
 
 args = sys.argv[1:]
 system = args[args.index("-s") + 1]
-if args[0] != "prompt" or not system.startswith("continuation-prompt/2\\n"):
-    sys.exit("the adapter did not send the continuation prompt")
+if args[0] != "prompt" or hashlib.sha256(system.encode()).hexdigest() != "PROMPT_SHA256":
+    sys.exit(f"the adapter did not send the continuation prompt: {system[-40:]!r}")
 capsule = json.loads(sys.stdin.read())
 answer = {
     "schema": "continuation-result/1",
@@ -1108,36 +1109,60 @@ answer = {
     "next_action": "Start phase 2.",
     "citations": [capsule["reads"][0]["locator"]],
 }
-print("Here is my decision:\\n```json\\n" + json.dumps(answer, indent=2) + "\\n```")
+text = json.dumps(answer, indent=2)
+if os.environ.get("FAKE_LLM_ANSWER") == "duplicate-key":
+    # Two decisions in one object: which one a reader keeps is up to the reader.
+    text = text.replace('"decision": "continue",', '"decision": "blocked", "decision": "continue",')
+print("Here is my decision:\\n```json\\n" + text + "\\n```")
 """
 
 
-def test_documented_llm_adapter(
-    cli, capsule: Path, agent_python: str, stub_folder: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def adapter(cli, agent_python: str, stub_folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The documented adapter with its prompt file, and a stand-in for llm."""
     folder = stub_folder / "adapter"
     folder.mkdir(mode=0o755, exist_ok=True)
     folder.chmod(0o755)
-    adapter = folder / ADAPTER.name
-    shutil.copyfile(ADAPTER, adapter)
-    adapter.chmod(0o755)
+    script = folder / ADAPTER.name
+    shutil.copyfile(ADAPTER, script)
+    script.chmod(0o755)
     (folder / "continuation-prompt.txt").write_text(cli(["continuation", "prompt"]).out)
     fake = folder / "llm"
-    fake.write_text(f"#!{agent_python}\n{FAKE_LLM}")
+    fake.write_text(f"#!{agent_python}\n" + FAKE_LLM.replace("PROMPT_SHA256", prompt.sha256()))
     fake.chmod(0o755)
     python3 = folder / "python3"
     python3.unlink(missing_ok=True)
     python3.symlink_to(agent_python)
     monkeypatch.setenv("PATH", f"{folder}:{SYSTEM_PATH}")
     monkeypatch.setenv("LLM_MODEL", "fake-model")
+    return str(script)
+
+
+def test_documented_llm_adapter(cli, capsule: Path, adapter: str) -> None:
     code, verdict = run(
-        cli, capsule, "--agent", str(adapter), "--pass-env", "PATH", "--pass-env", "LLM_MODEL"
+        cli, capsule, "--agent", adapter, "--pass-env", "PATH", "--pass-env", "LLM_MODEL"
     )
     assert code == 0, verdict["checks"]
     results = [entry["result"] for entry in verdict["results"]]
     assert [r["agent"]["id"] for r in results] == ["llm:fake-model:a", "llm:fake-model:b"]
     assert all(f"prompt sha256 {prompt.sha256()}" in r["agent"]["runtime"] for r in results)
     assert all(r["capsule_sha256"] == verdict["capsule"]["sha256"] for r in results)
+
+
+def test_documented_llm_adapter_refuses_a_duplicate_key(
+    cli, capsule: Path, adapter: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FAKE_LLM_ANSWER", "duplicate-key")
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(
+        cli, capsule, "--agent", adapter, "--pass-env", "PATH", "--pass-env", "LLM_MODEL",
+        "--pass-env", "FAKE_LLM_ANSWER", "--evidence", str(evidence),
+    )  # fmt: skip
+    assert code == 1
+    assert failing(verdict) == [1]
+    assert "a (agent a): the agent exited with status 1" in reason(verdict, 1)
+    for record in json.loads(evidence.read_bytes())["agents"]:
+        assert "duplicate key 'decision'" in record["stderr_tail"]
 
 
 def test_every_option_has_help_and_docs() -> None:
