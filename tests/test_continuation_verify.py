@@ -4,6 +4,7 @@ real capsule, one named test per way a pair of results can fail."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -428,3 +429,17 @@ def test_continue_with_blockers_does_not_agree(cli, capsule: Path, tmp_path: Pat
     assert reason(verdict, 2) == (
         "result b: $.blockers: blockers are not allowed when the decision is continue"
     )
+
+
+def test_paths_that_are_not_utf8_are_shown_not_a_crash(cli, capsule: Path, tmp_path: Path) -> None:
+    odd = tmp_path / os.fsdecode(b"capsule-\xff.json")
+    odd.write_bytes(capsule.read_bytes())
+    a = write(tmp_path, "a.json", honest(capsule, "a"))
+    b = write(tmp_path, os.fsdecode(b"b-\xff.json"), honest(capsule, "b"))
+    code, verdict = verify(cli, odd, a, b)
+    assert code == 0
+    assert verdict["capsule"]["path"] == str(tmp_path / "capsule-\ufffd.json")
+    assert verdict["results"][1]["source"] == str(tmp_path / "b-\ufffd.json")
+    code, error = verify(cli, odd, a, str(tmp_path / os.fsdecode(b"missing-\xff.json")))
+    assert code == 2
+    assert error["error"]["message"].startswith(str(tmp_path / "missing-\ufffd.json"))

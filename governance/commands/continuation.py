@@ -207,30 +207,39 @@ def run_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(path: str) -> str:
+    """A path as text any output can carry: bytes that are not UTF-8 (kept by
+    Python as lone surrogates) become U+FFFD."""
+    import os
+
+    return os.fsencode(path).decode("utf-8", errors="replace")
+
+
 def _read_result(path: str) -> bytes:
     """A result file's bytes, if it is one JSON object of at most 1 MiB; any
     other file is malformed input (exit 2), not a failed check."""
     from governance.continuation.verdict import MAX_RESULT_BYTES, MAX_RESULT_TEXT, parse_result
     from governance.errors import MalformedInput, UsageError
 
+    shown = _shown(path)
     try:
         with open(path, "rb") as handle:
             # One byte more than allowed tells "too large" from "exactly full".
             data = handle.read(MAX_RESULT_BYTES + 1)
     except OSError as exc:
         raise UsageError(
-            f"{path}: cannot read result: {exc.strerror}", code="result_unreadable"
+            f"{shown}: cannot read result: {exc.strerror}", code="result_unreadable"
         ) from None
     if len(data) > MAX_RESULT_BYTES:
         raise MalformedInput(
-            f"{path}: result is over {MAX_RESULT_TEXT}; a result is one small JSON object",
+            f"{shown}: result is over {MAX_RESULT_TEXT}; a result is one small JSON object",
             code="result_too_large",
         )
     try:
         parse_result(data)
     except ValueError as exc:
         raise MalformedInput(
-            f"{path}: not one JSON object: {exc}", code="result_malformed"
+            f"{shown}: not one JSON object: {exc}", code="result_malformed"
         ) from None
     return data
 
@@ -241,10 +250,10 @@ def run_verify(args: argparse.Namespace) -> int:
 
     capsule = read_capsule_file(args.capsule)
     submissions = [
-        Submission(slot_name(index), path, _read_result(path))
+        Submission(slot_name(index), _shown(path), _read_result(path))
         for index, path in enumerate(args.results)
     ]
-    return _report(evaluate(capsule, args.capsule, submissions), args.json)
+    return _report(evaluate(capsule, _shown(args.capsule), submissions), args.json)
 
 
 def run_and_verify(args: argparse.Namespace) -> int:
@@ -319,7 +328,8 @@ def run_and_verify(args: argparse.Namespace) -> int:
         )
         for run in runs
     ]
-    return _report(evaluate(capsule, args.capsule, submissions, attestation=attestation), args.json)
+    verdict = evaluate(capsule, _shown(args.capsule), submissions, attestation=attestation)
+    return _report(verdict, args.json)
 
 
 def _printable(text: str) -> str:

@@ -311,7 +311,7 @@ class AgentRun:
         started = self.start_error is None
         return {
             "slot": self.slot,
-            "argv": list(self.argv),
+            "argv": [shown(arg) for arg in self.argv],
             "user": self.run_as.to_json(),
             "env_names": list(self.env_names),
             "passed_env": list(self.passed_env),
@@ -332,7 +332,7 @@ class AgentRun:
             "left_running": [p.to_json() for p in self.left_running[:MAX_LISTED_PROCESSES]],
             "survivors": [p.to_json() for p in self.survivors[:MAX_LISTED_PROCESSES]],
             "workspace": {
-                "path": _text(os.fsencode(self.workspace)),
+                "path": shown(self.workspace),
                 "before": self.before.to_json(),
                 "after": self.after.to_json(),
                 "changed": self.workspace_change,
@@ -343,6 +343,12 @@ class AgentRun:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+def shown(path: str) -> str:
+    """A path or argument as text any output can carry: bytes that are not
+    UTF-8 (lone surrogates in Python's str) become U+FFFD."""
+    return _text(os.fsencode(path))
 
 
 def _processes(found: Sequence[Process]) -> str:
@@ -366,7 +372,7 @@ def parse_command(command: str, option: str) -> tuple[str, ...]:
         argv = shlex.split(command)
     except ValueError as exc:
         raise UsageError(
-            f"{option}: cannot split {command!r}: {exc}", code="agent_command_invalid"
+            f"{option}: cannot split {shown(command)!r}: {exc}", code="agent_command_invalid"
         ) from None
     if not argv:
         raise UsageError(f"{option}: the command is empty", code="agent_command_invalid")
@@ -376,9 +382,9 @@ def parse_command(command: str, option: str) -> tuple[str, ...]:
     found = None if found is None else os.path.abspath(found)
     if found is None or not os.path.isfile(found):
         raise UsageError(
-            f"{option}: {program}: no such program" + ("" if "/" in program else " on PATH"),
+            f"{option}: {shown(program)}: no such program" + ("" if "/" in program else " on PATH"),
             code="agent_not_found",
-            program=program,
+            program=shown(program),
         )
     return (found, *argv[1:])
 
@@ -398,9 +404,10 @@ def check_executable(program: str, option: str, run_as: RunAs, agent_path: str) 
         problem = None if os.access(program, os.X_OK) else f"{program} is not executable"
     if problem is not None:
         raise UsageError(
-            f"{option}: {program}: the agent's user ({run_as.describe()}) cannot run it: {problem}",
+            f"{option}: {shown(program)}: the agent's user ({run_as.describe()}) cannot run "
+            f"it: {shown(problem)}",
             code="agent_not_executable",
-            program=program,
+            program=shown(program),
         )
 
 
@@ -956,7 +963,7 @@ def _start(agent: _Agent, capsule: bytes, selector: selectors.BaseSelector) -> N
     except (OSError, subprocess.SubprocessError) as exc:
         who = f" as {agent.run_as.describe()}" if agent.run_as.dedicated else ""
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        agent.start_error = f"cannot execute {agent.argv[0]}{who}: {reason}"
+        agent.start_error = f"cannot execute {shown(agent.argv[0])}{who}: {shown(reason)}"
         return
     agent.stdin = memoryview(capsule)
     agent.stdin_bytes = len(capsule)
