@@ -721,6 +721,43 @@ def test_background_child_of_an_agent_that_exited_0_is_killed_and_reported(
     assert "agent a left 1 process(es) running; the runner killed them" in result.err
 
 
+def test_processes_left_by_an_agent_die_when_it_ends_not_when_both_do(
+    cli, capsule: Path, stub, drop_box: Path
+) -> None:
+    # a leaves a child and ends at once; b, still running, looks for that child.
+    both = stub(
+        "import subprocess, time\n"
+        f'report = os.path.join("{drop_box}", "child")\n'
+        'if slot == "a":\n'
+        "    child = subprocess.Popen(\n"
+        '        [sys.executable, "-c", "import time; time.sleep(60)"],\n'
+        "        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,\n"
+        "    )\n"
+        '    with open(report + ".tmp", "w") as handle:\n'
+        "        handle.write(str(child.pid))\n"
+        '    os.rename(report + ".tmp", report)\n'
+        "else:\n"
+        "    until = time.monotonic() + 10\n"
+        "    while not os.path.exists(report) and time.monotonic() < until:\n"
+        "        time.sleep(0.02)\n"
+        "    pid = open(report).read()\n"
+        "    until = time.monotonic() + 3\n"
+        "    state = None\n"
+        "    while time.monotonic() < until:\n"
+        "        try:\n"
+        '            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]\n'
+        "        except OSError:\n"
+        "            state = None\n"
+        '        if state in (None, "Z"):\n'
+        "            break\n"
+        "        time.sleep(0.02)\n"
+        '    result["rationale"] = "a\'s child: " + ("gone" if state in (None, "Z") else "alive")\n'
+    )
+    code, verdict = run(cli, capsule, "--agent", both)
+    assert code == 0
+    assert verdict["results"][1]["result"]["rationale"] == "a's child: gone"
+
+
 @pytest.mark.skipif(not AS_ROOT, reason=f"{NEEDS_ROOT}, which finds processes outside the session")
 def test_agent_child_that_calls_setsid_is_killed(cli, capsule: Path, stub, tmp_path: Path) -> None:
     escaper = stub(

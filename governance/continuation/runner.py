@@ -1073,6 +1073,8 @@ def _supervise(
             if agent.done and not agent.ended_at:
                 agent.ended_at = _now()
                 agent.duration_ms = int((time.monotonic() - agent.clock) * 1000)
+                # Whatever it left dies now, not when the other agent is done.
+                agent.kill()
         if all(agent.done for agent in agents):
             return
         for key, _ in selector.select(POLL_SECONDS):
