@@ -1,19 +1,27 @@
 """``capsule continuation run`` against real stub agents: small executables that
 read the capsule on stdin and print a result, each misbehaving in one way.
 
-As root (CI), the runner hands agents to the unprivileged user ``nobody``, so
-the stubs and their interpreter must be reachable by that user: they live in a
-world-readable folder and use a Python that ``nobody`` can execute."""
+As root (CI), the runner gives each agent its own unused uid, so the stubs and
+their interpreter must be reachable by a user that owns nothing and belongs to
+no group: they live in a world-readable folder and use a Python that such a
+user can execute. Without root, agents run as the runner's own user; the few
+tests that need a dedicated uid say so when they skip."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import fcntl
 import json
 import os
+import pty
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,13 +30,17 @@ import pytest
 
 from gitrepo import Repo
 from governance import canonical
-from governance.continuation import prompt
+from governance.continuation import prompt, runner
+from governance.continuation.runner import Observation, workspace_change
 from governance.hashing import sha256_hex
 from governance.schema import validate
 
 PACKET = "packets/P-1/packet.yml"
 AS_ROOT = os.geteuid() == 0
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+# A uid like the runner's dedicated ones: no passwd entry, owns nothing.
+OUTSIDER = 0x6FFFFFF0
+NEEDS_ROOT = "needs root: only root can give agents a dedicated uid"
 
 # Every stub starts as an honest agent; its tweak (inserted before the final
 # print) is the one way it misbehaves.
@@ -55,8 +67,7 @@ PRINT = "print(json.dumps(result))\n"
 def _as_agent_user() -> dict[str, object]:
     if not AS_ROOT:
         return {}
-    entry = pwd.getpwnam("nobody")
-    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+    return {"user": OUTSIDER, "group": OUTSIDER, "extra_groups": []}
 
 
 def _agent_can_run(argv: list[str]) -> bool:
@@ -233,7 +244,7 @@ def test_agent_making_its_workspace_writable(cli, capsule: Path, stub) -> None:
     assert code == 1
     assert failing(verdict) == [1]
     if AS_ROOT:
-        # The agent runs as nobody and does not own its workspace.
+        # The agent runs as a dedicated uid and does not own its workspace.
         assert "the agent exited with status 1" in reason(verdict, 1)
     else:
         # Its own folder: the mode bit gives way, the emptiness check does not.
@@ -258,12 +269,15 @@ def test_agent_hanging_past_the_timeout(cli, capsule: Path, stub, tmp_path: Path
     assert time.monotonic() - started < 15
     assert code == 1
     assert failing(verdict) == [1]
-    assert "the agent did not finish within 1 s; its process group was killed" in reason(verdict, 1)
+    assert "the agent did not finish within 1 s; it and its processes were killed" in reason(
+        verdict, 1
+    )
     for agent in json.loads(evidence.read_bytes())["agents"]:
         assert agent["timed_out"] is True
         assert agent["exit_status"] == -9
         child = int(agent["stderr_tail"].split()[1])
         assert _gone(child)
+        assert child in [p["pid"] for p in agent["left_running"]]
 
 
 def _gone(pid: int) -> bool:
@@ -313,6 +327,32 @@ def test_agent_printing_non_json(cli, capsule: Path, stub) -> None:
     assert reason(verdict, 1).startswith("a (agent a): not one JSON object: not valid JSON")
 
 
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_agent_printing_a_lone_surrogate(cli, capsule: Path, stub, as_json: bool) -> None:
+    # Valid to json.loads, impossible to print as UTF-8: refused, not a crash.
+    half = stub('result["rationale"] = "half a pair: \\ud800"\n')
+    argv = ["continuation", "run", str(capsule), "--agent", stub(name="honest"), "--agent-b", half]
+    result = cli(argv + (["--json"] if as_json else []))
+    assert result.code == 1
+    if as_json:
+        verdict = json.loads(result.out)
+        assert failing(verdict) == [1]
+        assert "b (agent b): not one JSON object: " in reason(verdict, 1)
+        assert "lone surrogate" in reason(verdict, 1)
+    else:
+        assert "(1) fail" in result.out
+
+
+def test_agent_printing_deeply_nested_json(cli, capsule: Path, stub) -> None:
+    deep = stub('sys.stdout.write("{\\"x\\": " + "[" * 100000 + "]" * 100000 + "}")\nsys.exit(0)\n')
+    code, verdict = run(cli, capsule, "--agent", deep, "--agent-b", stub(name="honest"))
+    assert code == 1
+    assert failing(verdict) == [1]
+    assert "a (agent a): not one JSON object: not valid JSON: nested too deeply" in reason(
+        verdict, 1
+    )
+
+
 def test_secret_in_the_runner_environment_never_reaches_the_agent(
     cli, capsule: Path, stub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -357,10 +397,21 @@ def test_evidence_makes_workspace_claims_runner_observed(
     assert canonical.dumps(json.loads(data)) == data
     document = json.loads(data)
     validate(document, "continuation-evidence-1", what="evidence", code="bad_evidence")
-    assert verdict["execution"] == {
-        "status": "runner_observed",
-        "evidence_sha256": sha256_hex(data),
-    }
+    assert verdict["execution"]["status"] == "runner_observed"
+    assert verdict["execution"]["evidence_sha256"] == sha256_hex(data)
+    # What "observed" means, in words, in the verdict itself.
+    observed = verdict["execution"]["observed"]
+    assert observed == [note for a in document["agents"] for note in a["observed"]] + [
+        runner.NOT_OBSERVED
+    ]
+    assert "agent a: its workspace was a new, empty directory (mode 0555" in observed[1]
+    assert observed[1].endswith("and unchanged (entries, mode, owner, mtime, ctime) after it ended")
+    assert observed[2] == (
+        "agent a: its environment held only CAPSULE_AGENT_SLOT, HOME, LANG, LC_ALL, PATH; "
+        f"its stdin was the {len(capsule.read_bytes())} capsule bytes; it had no controlling "
+        "terminal"
+    )
+    assert "command lines" in observed[-1]
     assert verdict["claims"] == {
         "identity": "agent_reported",
         "fresh_workspace": "runner_observed",
@@ -376,8 +427,9 @@ def test_evidence_makes_workspace_claims_runner_observed(
         assert record["stdout_sha256"] == result["sha256"]
         assert record["env_names"] == ["CAPSULE_AGENT_SLOT", "HOME", "LANG", "LC_ALL", "PATH"]
         assert record["user"]["privilege_dropped"] is AS_ROOT
-        if AS_ROOT:
-            assert record["user"]["name"] == "nobody"
+        assert record["stdout_truncated"] is False
+        assert record["output_held"] == record["left_running"] == record["survivors"] == []
+        assert record["limits"]["no_new_privs"] is True
         workspace = record["workspace"]
         for moment in ("before", "after"):
             assert workspace[moment]["kind"] == "directory"
@@ -417,6 +469,572 @@ def test_agent_text_cannot_drive_the_terminal(cli, capsule: Path, stub) -> None:
     assert "\\x1b[2J" in result.out
 
 
+# -- what an agent can reach of the runner and of the other agent --------------
+
+
+def _runner_argv(capsule: Path, *args: str) -> list[str]:
+    # A real runner process: what an agent can see of its parent (/proc, its
+    # terminal) is only meaningful when the parent is not the test itself.
+    return [
+        sys.executable,
+        "-m",
+        "governance",
+        "continuation",
+        "run",
+        str(capsule),
+        "--json",
+        *args,
+    ]
+
+
+def _on_a_terminal(argv: list[str], **options: object) -> subprocess.CompletedProcess[bytes]:
+    """Run argv with a pseudo-terminal as its controlling terminal, like a
+    runner started from an interactive shell."""
+    try:
+        controller, terminal = pty.openpty()
+    except OSError as exc:
+        pytest.skip(f"no pseudo-terminal to run the runner on: {exc}")
+
+    def take_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    try:
+        return subprocess.run(
+            argv,
+            stdin=terminal,
+            capture_output=True,
+            start_new_session=True,
+            preexec_fn=take_terminal,
+            timeout=60,
+            check=False,
+            **options,  # type: ignore[arg-type]
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+
+
+def test_agent_has_no_controlling_terminal(capsule: Path, stub) -> None:
+    # An agent that can open the runner's terminal can read it, or push input
+    # into it with TIOCSTI: each agent runs in a session of its own.
+    probe = stub(
+        "import errno\n"
+        "try:\n"
+        '    os.close(os.open("/dev/tty", os.O_RDWR))\n'
+        '    tty = "opened"\n'
+        "except OSError as exc:\n"
+        "    tty = errno.errorcode[exc.errno]\n"
+        'result["rationale"] = "/dev/tty: " + tty\n'
+    )
+    # The set-up really gives a terminal: a plain child of it can open /dev/tty.
+    control = _on_a_terminal([sys.executable, "-c", "import os; os.open('/dev/tty', os.O_RDWR)"])
+    assert control.returncode == 0, control.stderr
+    done = _on_a_terminal(_runner_argv(capsule, "--agent", probe))
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads(done.stdout)
+    assert [r["result"]["rationale"] for r in verdict["results"]] == ["/dev/tty: ENXIO"] * 2
+
+
+def test_agent_cannot_read_the_runner_through_proc(capsule: Path, stub, tmp_path: Path) -> None:
+    # The runner's environment holds every secret of the caller, not only the
+    # --pass-env ones. Without root the agent shares the runner's uid, so only
+    # the runner being non-dumpable keeps /proc/<runner>/environ closed.
+    spy = stub(
+        "parent, seen = os.getppid(), {}\n"
+        "for what, read in (\n"
+        '    ("environ", lambda: open(f"/proc/{parent}/environ", "rb").read().decode()),\n'
+        '    ("cwd", lambda: os.readlink(f"/proc/{parent}/cwd")),\n'
+        '    ("fd", lambda: str(os.listdir(f"/proc/{parent}/fd"))),\n'
+        "):\n"
+        "    try:\n"
+        "        seen[what] = read()\n"
+        "    except OSError as exc:\n"
+        "        seen[what] = type(exc).__name__\n"
+        'result["rationale"] = json.dumps(seen)\n'
+    )
+    environ = {**os.environ, "CAPSULE_TEST_SECRET": "hunter2-never-leaves"}
+    where = tmp_path / "the-runner-is-here"
+    where.mkdir()
+    done = subprocess.run(
+        _runner_argv(capsule, "--agent", spy),
+        env=environ,
+        cwd=where,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"hunter2-never-leaves" not in done.stdout + done.stderr
+    assert b"the-runner-is-here" not in done.stdout
+    for entry in json.loads(done.stdout)["results"]:
+        assert json.loads(entry["result"]["rationale"]) == {
+            "environ": "PermissionError",
+            "cwd": "PermissionError",
+            "fd": "PermissionError",
+        }
+
+
+def test_each_agent_runs_as_its_own_unused_uid(cli, capsule: Path, stub, tmp_path: Path) -> None:
+    who = stub('result["rationale"] = json.dumps([os.getuid(), os.getgid(), os.getgroups()])\n')
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(cli, capsule, "--agent", who, "--evidence", str(evidence))
+    assert code == 0
+    seen = [json.loads(entry["result"]["rationale"]) for entry in verdict["results"]]
+    users = [agent["user"] for agent in json.loads(evidence.read_bytes())["agents"]]
+    assert [[user["uid"], user["gid"]] for user in users] == [ids[:2] for ids in seen]
+    if not AS_ROOT:
+        # Without root there is no other uid to give: the agents run as us,
+        # and the evidence and the verdict say what that means.
+        assert [ids[0] for ids in seen] == [os.getuid()] * 2
+        assert {user["isolation"] for user in users} == {"mode_bits_only"}
+        assert "read-only by mode bits only" in verdict["execution"]["observed"][0]
+        return
+    uids = [ids[0] for ids in seen]
+    assert len(set(uids)) == 2
+    for uid, gid, groups in seen:
+        assert runner.DEDICATED_IDS[0] <= uid <= runner.DEDICATED_IDS[1]
+        assert gid == uid
+        assert groups == []
+        with pytest.raises(KeyError):
+            pwd.getpwuid(uid)
+    assert {user["isolation"] for user in users} == {"dedicated_uid"}
+    assert f"agent a ran as dedicated uid {uids[0]}" in verdict["execution"]["observed"][0]
+
+
+@pytest.mark.skipif(not AS_ROOT, reason=f"{NEEDS_ROOT}; without it both run as the runner's user")
+def test_agents_cannot_read_each_other_through_proc(
+    cli, capsule: Path, stub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Sharing one uid (nobody), agent a could read agent b's environment, and
+    # with it every --pass-env value. Both look for each other for a while.
+    monkeypatch.setenv("CAPSULE_TEST_PASSED", "a-key-for-b-only")
+    spy = stub(
+        "import time\n"
+        "seen, until = set(), time.monotonic() + 1.5\n"
+        "while time.monotonic() < until:\n"
+        '    for pid in filter(str.isdigit, os.listdir("/proc")):\n'
+        "        try:\n"
+        '            data = open(f"/proc/{pid}/environ", "rb").read()\n'
+        "        except OSError:\n"
+        "            continue\n"
+        '        if int(pid) != os.getpid() and b"a-key-for-b-only" in data:\n'
+        "            seen.add(pid)\n"
+        "    time.sleep(0.05)\n"
+        'result["rationale"] = "environments read: " + (", ".join(sorted(seen)) or "none")\n'
+    )
+    code, verdict = run(cli, capsule, "--agent", spy, "--pass-env", "CAPSULE_TEST_PASSED")
+    assert code == 0
+    assert [r["result"]["rationale"] for r in verdict["results"]] == ["environments read: none"] * 2
+
+
+# -- nothing of an agent outlives the run ------------------------------------------
+
+
+@pytest.fixture
+def drop_box(stub_folder: Path) -> Iterator[Path]:
+    """A folder any agent user can write to, to tell the test what it is."""
+    folder = Path(tempfile.mkdtemp(prefix="drop-", dir=stub_folder))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_for(paths: list[Path], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not all(path.exists() for path in paths):
+        assert time.monotonic() < deadline, f"never appeared: {paths}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("number", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["SIGTERM", "SIGHUP"]
+)
+def test_signal_to_the_runner_stops_agents_and_removes_workspaces(
+    capsule: Path, stub, drop_box: Path, number: int, code: int
+) -> None:
+    # The agent and a child of it (one that left the session too, when the
+    # runner can give a dedicated uid) tell us who they are, then wait.
+    hang = stub(
+        "import subprocess, time\n"
+        "child = subprocess.Popen(\n"
+        '    [sys.executable, "-c", "import time; time.sleep(60)"],\n'
+        f"    start_new_session={AS_ROOT},\n"
+        ")\n"
+        f'report = os.path.join("{drop_box}", slot)\n'
+        'with open(report + ".tmp", "w") as handle:\n'
+        '    handle.write(f"{os.getpid()} {child.pid} {os.getcwd()}")\n'
+        'os.rename(report + ".tmp", report)\n'
+        "time.sleep(60)\n"
+    )
+    process = subprocess.Popen(
+        _runner_argv(capsule, "--agent", hang, "--timeout", "60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    pids: list[int] = []
+    try:
+        _wait_for([drop_box / "a", drop_box / "b"])
+        reports = [(drop_box / slot).read_text().split() for slot in "ab"]
+        pids = [int(pid) for report in reports for pid in report[:2]]
+        process.send_signal(number)
+        out, err = process.communicate(timeout=30)
+        assert process.returncode == code, err
+        error = json.loads(out)["error"]
+        assert error["code"] == "interrupted"
+        assert error["signal"] == signal.Signals(number).name
+        assert all(_gone(pid) for pid in pids)
+        assert not any(os.path.exists(report[2]) for report in reports)
+    finally:
+        process.kill()
+        process.wait()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_background_child_of_an_agent_that_exited_0_is_killed_and_reported(
+    cli, capsule: Path, stub, tmp_path: Path
+) -> None:
+    # The child keeps none of the agent's pipes: the agent's output is whole,
+    # so the result counts, but the child does not outlive the run.
+    leaver = stub(
+        "import subprocess\n"
+        "child = subprocess.Popen(\n"
+        '    [sys.executable, "-c", "import time; time.sleep(60)"],\n'
+        "    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,\n"
+        ")\n"
+        'sys.stderr.write(f"child {child.pid}\\n")\n'
+    )
+    evidence = tmp_path / "evidence.json"
+    result = cli(["continuation", "run", str(capsule), "--json", "--agent", leaver,
+                  "--evidence", str(evidence)])  # fmt: skip
+    assert result.code == 0
+    for agent in json.loads(evidence.read_bytes())["agents"]:
+        child = int(agent["stderr_tail"].split()[1])
+        assert agent["exit_status"] == 0
+        assert [p["pid"] for p in agent["left_running"]] == [child]
+        assert _gone(child)
+        assert (
+            "1 other process(es) of it were still running when it ended and were killed"
+            in (agent["observed"][-1])
+        )
+    assert "agent a left 1 process(es) running; the runner killed them" in result.err
+
+
+def test_processes_left_by_an_agent_die_when_it_ends_not_when_both_do(
+    cli, capsule: Path, stub, drop_box: Path
+) -> None:
+    # a leaves a child and ends at once; b, still running, looks for that child.
+    both = stub(
+        "import subprocess, time\n"
+        f'report = os.path.join("{drop_box}", "child")\n'
+        'if slot == "a":\n'
+        "    child = subprocess.Popen(\n"
+        '        [sys.executable, "-c", "import time; time.sleep(60)"],\n'
+        "        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,\n"
+        "    )\n"
+        '    with open(report + ".tmp", "w") as handle:\n'
+        "        handle.write(str(child.pid))\n"
+        '    os.rename(report + ".tmp", report)\n'
+        "else:\n"
+        "    until = time.monotonic() + 10\n"
+        "    while not os.path.exists(report) and time.monotonic() < until:\n"
+        "        time.sleep(0.02)\n"
+        "    pid = open(report).read()\n"
+        "    until = time.monotonic() + 3\n"
+        "    state = None\n"
+        "    while time.monotonic() < until:\n"
+        "        try:\n"
+        '            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]\n'
+        "        except OSError:\n"
+        "            state = None\n"
+        '        if state in (None, "Z"):\n'
+        "            break\n"
+        "        time.sleep(0.02)\n"
+        '    result["rationale"] = "a\'s child: " + ("gone" if state in (None, "Z") else "alive")\n'
+    )
+    code, verdict = run(cli, capsule, "--agent", both)
+    assert code == 0
+    assert verdict["results"][1]["result"]["rationale"] == "a's child: gone"
+
+
+@pytest.mark.skipif(not AS_ROOT, reason=f"{NEEDS_ROOT}, which finds processes outside the session")
+def test_agent_child_that_calls_setsid_is_killed(cli, capsule: Path, stub, tmp_path: Path) -> None:
+    escaper = stub(
+        "import subprocess\n"
+        "child = subprocess.Popen(\n"
+        '    [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,\n'
+        "    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,\n"
+        ")\n"
+        'sys.stderr.write(f"child {child.pid}\\n")\n'
+    )
+    evidence = tmp_path / "evidence.json"
+    code, _ = run(cli, capsule, "--agent", escaper, "--evidence", str(evidence))
+    assert code == 0
+    for agent in json.loads(evidence.read_bytes())["agents"]:
+        child = int(agent["stderr_tail"].split()[1])
+        assert [p["pid"] for p in agent["left_running"]] == [child]
+        assert _gone(child)
+
+
+def test_agent_whose_left_behind_process_holds_its_output(
+    cli, capsule: Path, stub, tmp_path: Path
+) -> None:
+    # The agent prints its result and exits 0, but a child that left its
+    # session keeps stdout open. The runner waits for the exit, not for the
+    # timeout, and keeps what was printed.
+    holder = stub(
+        "import subprocess\n"
+        'sys.stdout.write(json.dumps(result) + "\\n")\n'
+        "sys.stdout.flush()\n"
+        "child = subprocess.Popen(\n"
+        f'    [sys.executable, "-c", "import time; time.sleep({60 if AS_ROOT else 5})"],\n'
+        "    start_new_session=True, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,\n"
+        ")\n"
+        'sys.stderr.write(f"child {child.pid}\\n")\n'
+        "sys.stderr.flush()\n"
+        "os._exit(0)\n"
+    )
+    evidence = tmp_path / "evidence.json"
+    started = time.monotonic()
+    code, verdict = run(
+        cli, capsule, "--agent", holder, "--agent-b", stub(name="honest"),
+        "--timeout", "30", "--evidence", str(evidence),
+    )  # fmt: skip
+    assert time.monotonic() - started < 10
+    assert code == 1
+    assert failing(verdict) == [1]
+    assert reason(verdict, 1).startswith(
+        "a (agent a): it exited 0 but a process it left behind held its output; the runner "
+        "killed it and kept the "
+    )
+    record = json.loads(evidence.read_bytes())["agents"][0]
+    assert (record["exit_status"], record["timed_out"]) == (0, False)
+    assert record["output_held"] == ["stdout"]
+    assert record["stdout_bytes"] > 0
+    assert record["stdout_sha256"] == verdict["results"][0]["sha256"]
+    child = int(record["stderr_tail"].split()[1])
+    if AS_ROOT:
+        # Its dedicated uid gives the child away, whatever session it is in.
+        assert [p["pid"] for p in record["left_running"]] == [child]
+        assert _gone(child)
+
+
+# -- bounded output and resource limits -------------------------------------------
+
+
+def test_agent_flooding_stdout_is_cut_off_at_1_mib(
+    cli, capsule: Path, stub, tmp_path: Path
+) -> None:
+    flood = stub('for _ in range(128):\n    sys.stdout.buffer.write(b"x" * 65536)\n')
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(
+        cli, capsule, "--agent", flood, "--agent-b", stub(name="honest"),
+        "--evidence", str(evidence),
+    )  # fmt: skip
+    assert code == 1
+    assert failing(verdict) == [1]
+    assert reason(verdict, 1) == (
+        "a (agent a): its output went over 1 MiB: the runner stopped reading and killed it"
+    )
+    record = json.loads(evidence.read_bytes())["agents"][0]
+    assert (record["stdout_bytes"], record["stdout_truncated"]) == (1 << 20, True)
+    assert (
+        record["stdout_sha256"] == verdict["results"][0]["sha256"] == sha256_hex(b"x" * (1 << 20))
+    )
+
+
+def test_agent_flooding_stderr_leaves_only_a_tail(cli, capsule: Path, stub, tmp_path: Path) -> None:
+    noisy = stub(
+        "for _ in range(128):\n"
+        '    sys.stderr.buffer.write(b"y" * 65536)\n'
+        'sys.stderr.write("end\\n")\n'
+    )
+    evidence = tmp_path / "evidence.json"
+    code, _ = run(cli, capsule, "--agent", noisy, "--evidence", str(evidence))
+    assert code == 0
+    for record in json.loads(evidence.read_bytes())["agents"]:
+        assert record["stderr_bytes"] == 128 * 65536 + 4
+        assert record["stderr_tail"] == "y" * (4096 - 4) + "end\n"
+
+
+@pytest.mark.skipif(
+    not AS_ROOT, reason=f"{NEEDS_ROOT}; RLIMIT_NPROC counts every process of a uid, so it is "
+    "set only for a dedicated one"
+)  # fmt: skip
+def test_agent_forking_500_children_is_stopped_by_nproc(
+    cli, capsule: Path, stub, tmp_path: Path
+) -> None:
+    bomb = stub(
+        "import time\n"
+        "children = 0\n"
+        "try:\n"
+        "    for _ in range(500):\n"
+        "        if os.fork() == 0:\n"
+        "            os.close(1)\n"
+        "            os.close(2)\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "        children += 1\n"
+        '    stopped = "nothing"\n'
+        "except OSError as exc:\n"
+        "    stopped = errno.errorcode[exc.errno]\n"
+        'result["rationale"] = f"forked {children}, then {stopped}"\n'
+    )
+    Path(bomb).write_text(
+        Path(bomb).read_text().replace("import hashlib,", "import errno, hashlib,")
+    )
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(cli, capsule, "--agent", bomb, "--evidence", str(evidence))
+    assert code == 0
+    for entry, record in zip(
+        verdict["results"], json.loads(evidence.read_bytes())["agents"], strict=True
+    ):
+        # NPROC_LIMIT, or less when our own hard limit is lower; the agent is one.
+        limit = record["limits"]["nproc"]
+        assert 0 < limit <= runner.NPROC_LIMIT
+        assert entry["result"]["rationale"] == f"forked {limit - 1}, then EAGAIN"
+        assert len(record["left_running"]) == runner.MAX_LISTED_PROCESSES
+        assert record["survivors"] == []
+
+
+def test_agent_cannot_write_a_file_over_the_size_limit(cli, capsule: Path, stub) -> None:
+    big = stub(
+        "import errno, tempfile\n"
+        "with tempfile.TemporaryFile(buffering=0) as handle:\n"
+        f"    handle.seek({runner.FSIZE_LIMIT})\n"
+        "    try:\n"
+        '        handle.write(b"x")\n'
+        '        outcome = "written"\n'
+        "    except OSError as exc:\n"
+        "        outcome = errno.errorcode[exc.errno]\n"
+        'result["rationale"] = "one byte past the limit: " + outcome\n'
+    )
+    code, verdict = run(cli, capsule, "--agent", big)
+    assert code == 0, verdict["checks"]
+    assert [r["result"]["rationale"] for r in verdict["results"]] == [
+        "one byte past the limit: EFBIG"
+    ] * 2
+
+
+def test_agent_cannot_gain_privileges(cli, capsule: Path, stub) -> None:
+    probe = stub(
+        'status = open("/proc/self/status").read().splitlines()\n'
+        'result["rationale"] = next(line for line in status if line.startswith("NoNewPrivs"))\n'
+    )
+    code, verdict = run(cli, capsule, "--agent", probe)
+    assert code == 0
+    assert [r["result"]["rationale"] for r in verdict["results"]] == ["NoNewPrivs:\t1"] * 2
+
+
+# -- what the verdict may claim ----------------------------------------------------
+
+
+def test_agent_that_cannot_start(
+    cli, capsule: Path, stub, stub_folder: Path, tmp_path: Path
+) -> None:
+    junk = stub_folder / "not-a-program"
+    junk.write_bytes(b"\x7fELF, or not quite\n")
+    junk.chmod(0o755)
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(
+        cli, capsule, "--agent", str(junk), "--agent-b", stub(name="honest"),
+        "--evidence", str(evidence),
+    )  # fmt: skip
+    assert code == 1
+    assert failing(verdict) == [1]
+    assert reason(verdict, 1).startswith(
+        f"a (agent a): the agent could not start: cannot execute {junk}"
+    )
+    agents = json.loads(evidence.read_bytes())["agents"]
+    # The evidence hashes exactly what the verdict judged: nothing, for a.
+    assert [a["stdout_sha256"] for a in agents] == [r["sha256"] for r in verdict["results"]]
+    assert agents[0]["stdout_sha256"] is None
+    # The runner saw no run of a at all: the workspace claims stay the agents' word.
+    assert verdict["claims"]["fresh_workspace"] == "agent_reported"
+    assert verdict["claims"]["no_prior_context"] == "agent_reported"
+    assert verdict["execution"]["observed"][0].startswith("agent a could not start (")
+
+
+@pytest.mark.skipif(AS_ROOT, reason="as root the agent cannot change its root-owned workspace")
+def test_changed_workspace_is_not_runner_observed(cli, capsule: Path, stub, tmp_path: Path) -> None:
+    sneaky = stub('os.chmod(".", 0o755)\nopen("notes.txt", "w").write("scratch")\n')
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(cli, capsule, "--agent", sneaky, "--evidence", str(evidence))
+    assert code == 1
+    assert verdict["claims"]["fresh_workspace"] == "agent_reported"
+    assert "afterwards it holds 1 entry: 'notes.txt'" in verdict["execution"]["observed"][1]
+
+
+def test_attestation_follows_what_the_runner_saw(capsule: Path, stub) -> None:
+    # The runner's own records, from a real run, then one workspace seen changed.
+    honest = runner.parse_command(stub(), "--agent")
+    runs = runner.run_agents(
+        capsule.read_bytes(), (honest, honest), timeout=30, users=runner.agent_users()
+    )
+    assert runner.attestation(runs, "0" * 64).workspaces_observed is True
+    written = dataclasses.replace(runs[1], after=dataclasses.replace(runs[1].after, entries=("x",)))
+    seen = runner.attestation((runs[0], written), "0" * 64)
+    assert seen.workspaces_observed is False
+    assert "agent b: its workspace was a new, empty directory" in seen.observed[4]
+    assert seen.observed[4].endswith(", and afterwards it holds 1 entry: 'x'")
+
+
+# -- the workspace comparison itself -----------------------------------------------
+
+BEFORE = Observation("directory", mode=0o555, owner_uid=0, mtime_ns=1000, ctime_ns=2000, entries=())
+MODIFIED = "it was modified (entries were created and removed)"
+
+
+@pytest.mark.parametrize(
+    ("after", "change"),
+    [
+        (BEFORE, None),
+        (dataclasses.replace(BEFORE, entries=("notes.txt",)), "it holds 1 entry: 'notes.txt'"),
+        (
+            dataclasses.replace(BEFORE, entries=tuple(f"f{n:02}" for n in range(25))),
+            "it holds 25 entries: " + ", ".join(f"'f{n:02}'" for n in range(20)) + " and 5 more",
+        ),
+        (dataclasses.replace(BEFORE, mode=0o755), "its mode changed from 0555 to 0755"),
+        (dataclasses.replace(BEFORE, owner_uid=1000), "its owner changed"),
+        (dataclasses.replace(BEFORE, mtime_ns=1001), MODIFIED),
+        (dataclasses.replace(BEFORE, ctime_ns=2001), MODIFIED),
+        (dataclasses.replace(BEFORE, entries=None), "it can no longer be listed"),
+        (Observation("missing"), "it was removed or replaced"),
+        (Observation("not_a_directory", mode=0o644, owner_uid=0), "it was removed or replaced"),
+    ],
+    ids=["unchanged", "one-entry", "many-entries", "mode", "owner", "mtime", "ctime",
+         "unlistable", "missing", "replaced"],
+)  # fmt: skip
+def test_workspace_change(after: Observation, change: str | None) -> None:
+    assert workspace_change(BEFORE, after) == change
+
+
+def test_workspace_change_sees_an_entry_created_and_removed(tmp_path: Path) -> None:
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    before = runner.observe(str(folder))
+    time.sleep(0.02)  # past the file system's timestamp granularity
+    (folder / "scratch").write_text("x")
+    (folder / "scratch").unlink()
+    after = runner.observe(str(folder))
+    assert after.entries == ()
+    assert workspace_change(before, after) == MODIFIED
+
+
+def test_agent_path_that_is_not_utf8_is_shown_not_a_crash(
+    cli, capsule: Path, stub, stub_folder: Path, tmp_path: Path
+) -> None:
+    odd = stub_folder / os.fsdecode(b"agent-\xff.py")
+    shutil.copyfile(stub(), odd)
+    odd.chmod(0o755)
+    evidence = tmp_path / "evidence.json"
+    code, _ = run(cli, capsule, "--agent", str(odd), "--evidence", str(evidence))
+    assert code == 0
+    agents = json.loads(evidence.read_bytes())["agents"]
+    assert [a["argv"] for a in agents] == [[str(stub_folder / "agent-\ufffd.py")]] * 2
+
+
 # -- usage errors: nothing runs ------------------------------------------------
 
 
@@ -424,6 +1042,57 @@ def test_unknown_agent_program_is_a_usage_error(cli, capsule: Path) -> None:
     code, document = run(cli, capsule, "--agent", "capsule-no-such-agent --flag")
     assert code == 2
     assert document["error"]["code"] == "agent_not_found"
+
+
+def test_agent_the_agent_user_cannot_execute_is_refused_before_start(
+    cli, capsule: Path, stub, stub_folder: Path
+) -> None:
+    if AS_ROOT:
+        # Root may run it, the agent's dedicated uid may not: a private folder.
+        private = stub_folder / "private"
+        private.mkdir(mode=0o700, exist_ok=True)
+        private.chmod(0o700)
+        program = private / "agent.py"
+        shutil.copyfile(stub(), program)
+        program.chmod(0o755)
+        why = f"{private} is not searchable by others (mode 0700)"
+    else:
+        program = Path(stub())
+        program.chmod(0o644)
+        why = f"{program} is not executable"
+    result = cli(["continuation", "run", str(capsule), "--json", "--agent", str(program)])
+    assert result.code == 2
+    error = json.loads(result.out)["error"]
+    assert error["code"] == "agent_not_executable"
+    assert error["message"].endswith(why)
+    assert "running agents" not in result.err
+
+
+@pytest.mark.skipif(not AS_ROOT, reason=f"{NEEDS_ROOT}; our own user can run what we can")
+@pytest.mark.parametrize("how", ["private-interpreter", "env-interpreter-not-on-path"])
+def test_script_whose_interpreter_the_agent_user_cannot_run(
+    cli, capsule: Path, agent_python: str, stub_folder: Path, how: str
+) -> None:
+    if how == "private-interpreter":
+        private = stub_folder / "private-python"
+        private.mkdir(mode=0o700, exist_ok=True)
+        private.chmod(0o700)
+        interpreter = private / "python3"
+        interpreter.unlink(missing_ok=True)
+        interpreter.symlink_to(agent_python)
+        shebang, why = f"#!{interpreter}", f"{private} is not searchable by others (mode 0700)"
+    else:
+        shebang = "#!/usr/bin/env capsule-no-such-interpreter"
+        why = "its interpreter capsule-no-such-interpreter is not on the agent's PATH"
+        why += f" ({SYSTEM_PATH})"
+    script = stub_folder / f"{how}.py"
+    script.write_text(f"{shebang}\n{HONEST}{PRINT}")
+    script.chmod(0o755)
+    result = cli(["continuation", "run", str(capsule), "--json", "--agent", str(script)])
+    assert result.code == 2
+    error = json.loads(result.out)["error"]
+    assert error["code"] == "agent_not_executable"
+    assert error["message"].endswith(why)
 
 
 def test_unsplittable_agent_command_is_a_usage_error(cli, capsule: Path) -> None:
@@ -445,8 +1114,8 @@ def test_pass_env_cannot_override_home(cli, capsule: Path, stub) -> None:
     assert document["error"]["code"] == "pass_env_reserved"
 
 
-@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
-def test_timeout_must_be_positive_and_finite(cli, capsule: Path, stub, timeout: str) -> None:
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "1e10", "86401"])
+def test_timeout_must_be_positive_and_at_most_a_day(cli, capsule: Path, stub, timeout: str) -> None:
     code, document = run(cli, capsule, "--agent", stub(name="honest"), f"--timeout={timeout}")
     assert code == 2
     assert document["error"]["code"] == "usage"
@@ -476,13 +1145,14 @@ def test_corrupt_capsule_runs_no_agent(cli, capsule: Path, stub) -> None:
 ADAPTER = Path(__file__).resolve().parent.parent / "docs" / "examples" / "continuation-llm.sh"
 
 # Answers like a chatty model: prose, a code fence, and fields it cannot know.
+# It insists on the exact prompt, to the last byte (its final newline included).
 FAKE_LLM = """\
-import json, sys
+import hashlib, json, os, sys
 
 args = sys.argv[1:]
 system = args[args.index("-s") + 1]
-if args[0] != "prompt" or not system.startswith("continuation-prompt/1\\n"):
-    sys.exit("the adapter did not send the continuation prompt")
+if args[0] != "prompt" or hashlib.sha256(system.encode()).hexdigest() != "PROMPT_SHA256":
+    sys.exit(f"the adapter did not send the continuation prompt: {system[-40:]!r}")
 capsule = json.loads(sys.stdin.read())
 answer = {
     "schema": "continuation-result/1",
@@ -494,36 +1164,60 @@ answer = {
     "next_action": "Start phase 2.",
     "citations": [capsule["reads"][0]["locator"]],
 }
-print("Here is my decision:\\n```json\\n" + json.dumps(answer, indent=2) + "\\n```")
+text = json.dumps(answer, indent=2)
+if os.environ.get("FAKE_LLM_ANSWER") == "duplicate-key":
+    # Two decisions in one object: which one a reader keeps is up to the reader.
+    text = text.replace('"decision": "continue",', '"decision": "blocked", "decision": "continue",')
+print("Here is my decision:\\n```json\\n" + text + "\\n```")
 """
 
 
-def test_documented_llm_adapter(
-    cli, capsule: Path, agent_python: str, stub_folder: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def adapter(cli, agent_python: str, stub_folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The documented adapter with its prompt file, and a stand-in for llm."""
     folder = stub_folder / "adapter"
     folder.mkdir(mode=0o755, exist_ok=True)
     folder.chmod(0o755)
-    adapter = folder / ADAPTER.name
-    shutil.copyfile(ADAPTER, adapter)
-    adapter.chmod(0o755)
+    script = folder / ADAPTER.name
+    shutil.copyfile(ADAPTER, script)
+    script.chmod(0o755)
     (folder / "continuation-prompt.txt").write_text(cli(["continuation", "prompt"]).out)
     fake = folder / "llm"
-    fake.write_text(f"#!{agent_python}\n{FAKE_LLM}")
+    fake.write_text(f"#!{agent_python}\n" + FAKE_LLM.replace("PROMPT_SHA256", prompt.sha256()))
     fake.chmod(0o755)
     python3 = folder / "python3"
     python3.unlink(missing_ok=True)
     python3.symlink_to(agent_python)
     monkeypatch.setenv("PATH", f"{folder}:{SYSTEM_PATH}")
     monkeypatch.setenv("LLM_MODEL", "fake-model")
+    return str(script)
+
+
+def test_documented_llm_adapter(cli, capsule: Path, adapter: str) -> None:
     code, verdict = run(
-        cli, capsule, "--agent", str(adapter), "--pass-env", "PATH", "--pass-env", "LLM_MODEL"
+        cli, capsule, "--agent", adapter, "--pass-env", "PATH", "--pass-env", "LLM_MODEL"
     )
     assert code == 0, verdict["checks"]
     results = [entry["result"] for entry in verdict["results"]]
     assert [r["agent"]["id"] for r in results] == ["llm:fake-model:a", "llm:fake-model:b"]
     assert all(f"prompt sha256 {prompt.sha256()}" in r["agent"]["runtime"] for r in results)
     assert all(r["capsule_sha256"] == verdict["capsule"]["sha256"] for r in results)
+
+
+def test_documented_llm_adapter_refuses_a_duplicate_key(
+    cli, capsule: Path, adapter: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FAKE_LLM_ANSWER", "duplicate-key")
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(
+        cli, capsule, "--agent", adapter, "--pass-env", "PATH", "--pass-env", "LLM_MODEL",
+        "--pass-env", "FAKE_LLM_ANSWER", "--evidence", str(evidence),
+    )  # fmt: skip
+    assert code == 1
+    assert failing(verdict) == [1]
+    assert "a (agent a): the agent exited with status 1" in reason(verdict, 1)
+    for record in json.loads(evidence.read_bytes())["agents"]:
+        assert "duplicate key 'decision'" in record["stderr_tail"]
 
 
 def test_every_option_has_help_and_docs() -> None:

@@ -4,6 +4,7 @@ real capsule, one named test per way a pair of results can fail."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from gitrepo import Repo
 from governance import canonical
 from governance.continuation import prompt
+from governance.errors import MalformedInput
 from governance.hashing import sha256_hex
 from governance.schema import load_schema, validate
 
@@ -95,14 +97,18 @@ def test_agreeing_on_blocked(cli, capsule: Path, tmp_path: Path) -> None:
 
 def test_verdict_is_deterministic(cli, capsule: Path, tmp_path: Path) -> None:
     a = write(tmp_path, "a.json", honest(capsule, "a"))
-    b = write(tmp_path, "b.json", honest(capsule, "b", decision="blocked", blockers=["x"]))
+    b = write(
+        tmp_path,
+        "b.json",
+        honest(capsule, "b", decision="blocked", next_action=None, blockers=["x"]),
+    )
     first = cli(["continuation", "verify", str(capsule), a, b, "--json"])
     second = cli(["continuation", "verify", str(capsule), a, b, "--json"])
     assert first.out == second.out
     assert first.out.encode() == canonical.dumps(json.loads(first.out))
 
 
-# (1) exactly two results, each one JSON object
+# (1) exactly two results; a file that is not one JSON object is malformed input
 
 
 def test_three_results(cli, capsule: Path, tmp_path: Path) -> None:
@@ -131,18 +137,51 @@ def test_one_result(cli, capsule: Path, tmp_path: Path) -> None:
         (b'{"decision": "continue", "decision": "blocked"}', "duplicate key 'decision'"),
         (b'{"rationale": NaN}', "NaN is not JSON"),
         (b'{"rationale": "caf\xe9"}', "not valid UTF-8"),
+        (b'{"rationale": "\\ud800"}', "lone surrogate"),
+        (b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
     ],
-    ids=["empty", "prose", "array", "two-objects", "duplicate-key", "nan", "latin-1"],
-)
+    ids=[
+        "empty", "prose", "array", "two-objects", "duplicate-key", "nan", "latin-1",
+        "lone-surrogate", "deep-nesting",
+    ],
+)  # fmt: skip
 def test_result_that_is_not_one_json_object(
     cli, capsule: Path, tmp_path: Path, content: bytes, why: str
 ) -> None:
-    code, verdict = pair(cli, capsule, tmp_path, honest(capsule, "a"), content)
-    assert code == 1
-    assert outcomes(verdict)[0] == "fail"
-    assert reason(verdict, 1).startswith(f"b ({tmp_path / 'b.json'}): not one JSON object: ")
-    assert why in reason(verdict, 1)
-    assert verdict["results"][1]["result"] is None
+    # The issue's exit 2: malformed input, no verdict.
+    code, document = pair(cli, capsule, tmp_path, honest(capsule, "a"), content)
+    assert code == 2
+    assert document["error"]["code"] == "result_malformed"
+    assert document["error"]["message"].startswith(f"{tmp_path / 'b.json'}: not one JSON object: ")
+    assert why in document["error"]["message"]
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_result_with_a_lone_surrogate_is_malformed_not_a_crash(
+    cli, capsule: Path, tmp_path: Path, as_json: bool
+) -> None:
+    # json.loads accepts "\ud800"; no UTF-8 output can carry it.
+    b = json.dumps(honest(capsule, "b", rationale="half a pair: \ud800")).encode()
+    a = write(tmp_path, "a.json", honest(capsule, "a"))
+    argv = ["continuation", "verify", str(capsule), a, write(tmp_path, "b.json", b)]
+    result = cli(argv + (["--json"] if as_json else []))
+    assert result.code == 2
+    assert "result_malformed" in (result.out if as_json else result.err)
+
+
+def test_oversized_result_file_is_refused_unread(cli, capsule: Path, tmp_path: Path) -> None:
+    huge = honest(capsule, "b", rationale="x" * (1 << 20))
+    code, document = pair(cli, capsule, tmp_path, honest(capsule, "a"), huge)
+    assert code == 2
+    assert document["error"]["code"] == "result_too_large"
+    assert "over 1 MiB" in document["error"]["message"]
+
+
+def test_endless_result_file_is_refused(cli, capsule: Path, tmp_path: Path) -> None:
+    a = write(tmp_path, "a.json", honest(capsule, "a"))
+    code, document = verify(cli, capsule, a, "/dev/zero")
+    assert code == 2
+    assert document["error"]["code"] == "result_too_large"
 
 
 # (2) each is valid against the closed schema
@@ -156,17 +195,23 @@ def test_result_that_is_not_one_json_object(
         ({"decision": "maybe"}, "$.decision"),
         ({"next_action": None}, "'next_action' is a required property"),
         ({"decision": "blocked", "next_action": None}, "'blockers' is a required property"),
-        ({"decision": "blocked", "blockers": []}, "$.blockers"),
+        ({"decision": "blocked", "next_action": None, "blockers": []}, "$.blockers"),
         ({"rationale": "   "}, "$.rationale"),
         ({"citations": []}, "$.citations"),
         ({"capsule_sha256": "ABC"}, "$.capsule_sha256"),
         ({"agent": {"id": "x", "model": "y"}}, "$.agent"),
         ({"schema": "continuation-result/2"}, "$.schema"),
+        ({"blockers": ["Nobody owns phase 2."]}, "$.blockers"),
+        (
+            {"decision": "blocked", "blockers": ["Nobody owns phase 2."]},
+            "$.next_action",
+        ),
     ],
     ids=[
         "extra-field", "extra-float-field", "unknown-decision", "continue-without-next-action",
         "blocked-without-blockers", "blocked-with-empty-blockers", "blank-rationale",
         "no-citations", "bad-hash", "extra-agent-field", "unknown-version",
+        "continue-with-blockers", "blocked-with-next-action",
     ],
 )  # fmt: skip
 def test_result_invalid_against_the_schema(
@@ -284,7 +329,11 @@ def test_continuation_needs_a_subcommand(cli) -> None:
 
 def test_text_output(cli, capsule: Path, tmp_path: Path) -> None:
     a = write(tmp_path, "a.json", honest(capsule, "a"))
-    b = write(tmp_path, "b.json", honest(capsule, "b", decision="blocked", blockers=["one", "two"]))
+    b = write(
+        tmp_path,
+        "b.json",
+        honest(capsule, "b", decision="blocked", next_action=None, blockers=["one", "two"]),
+    )
     result = cli(["continuation", "verify", str(capsule), a, b])
     assert result.code == 1
     lines = result.out.splitlines()
@@ -306,7 +355,7 @@ def test_prompt_prints_the_fixed_text(cli) -> None:
     result = cli(["continuation", "prompt"])
     assert result.code == 0
     assert result.out == prompt.TEXT
-    assert result.out.startswith("continuation-prompt/1\n")
+    assert result.out.startswith("continuation-prompt/2\n")
 
 
 def test_prompt_json_carries_its_hash(cli) -> None:
@@ -331,6 +380,66 @@ def test_prompt_describes_every_result_field(cli) -> None:
 def test_verdict_records_the_prompt_hash(cli, capsule: Path, tmp_path: Path) -> None:
     _, verdict = pair(cli, capsule, tmp_path, honest(capsule, "a"), honest(capsule, "b"))
     assert verdict["prompt"] == {
-        "version": "continuation-prompt/1",
+        "version": "continuation-prompt/2",
         "sha256": sha256_hex(prompt.TEXT.encode()),
     }
+
+
+# Fixed-length hex fields: Python's `$` matches before a final newline, so a
+# pattern alone would let "<hex>\n" through.
+
+
+def test_capsule_hash_with_a_trailing_newline_is_invalid(
+    cli, capsule: Path, tmp_path: Path
+) -> None:
+    newline = sha256_hex(capsule.read_bytes()) + "\n"
+    code, verdict = pair(
+        cli, capsule, tmp_path, honest(capsule, "a"), honest(capsule, "b", capsule_sha256=newline)
+    )
+    assert code == 1
+    assert outcomes(verdict)[:2] == ["pass", "fail"]
+    assert reason(verdict, 2).startswith("result b: $.capsule_sha256: ")
+
+
+def test_verdict_schema_refuses_hashes_with_a_trailing_newline(
+    cli, capsule: Path, tmp_path: Path
+) -> None:
+    _, verdict = pair(cli, capsule, tmp_path, honest(capsule, "a"), honest(capsule, "b"))
+    for key in ("sha256", "commit"):
+        bad = json.loads(json.dumps(verdict))
+        bad["capsule"][key] += "\n"
+        with pytest.raises(MalformedInput, match=rf"\$\.capsule\.{key}"):
+            validate(bad, "continuation-verdict-1", what="verdict", code="bad_verdict")
+    bad = json.loads(json.dumps(verdict))
+    bad["results"][0]["sha256"] += "\n"
+    with pytest.raises(MalformedInput):
+        validate(bad, "continuation-verdict-1", what="verdict", code="bad_verdict")
+
+
+# next_action and blockers exclude each other
+
+
+def test_continue_with_blockers_does_not_agree(cli, capsule: Path, tmp_path: Path) -> None:
+    # Both continue, but one also lists a blocker: the text output would show
+    # only its next action, so the schema refuses the mixture.
+    hedged = honest(capsule, "b", blockers=["Phase 1 may not be merged."])
+    code, verdict = pair(cli, capsule, tmp_path, honest(capsule, "a"), hedged)
+    assert code == 1
+    assert verdict["agreement"] is False
+    assert reason(verdict, 2) == (
+        "result b: $.blockers: blockers are not allowed when the decision is continue"
+    )
+
+
+def test_paths_that_are_not_utf8_are_shown_not_a_crash(cli, capsule: Path, tmp_path: Path) -> None:
+    odd = tmp_path / os.fsdecode(b"capsule-\xff.json")
+    odd.write_bytes(capsule.read_bytes())
+    a = write(tmp_path, "a.json", honest(capsule, "a"))
+    b = write(tmp_path, os.fsdecode(b"b-\xff.json"), honest(capsule, "b"))
+    code, verdict = verify(cli, odd, a, b)
+    assert code == 0
+    assert verdict["capsule"]["path"] == str(tmp_path / "capsule-\ufffd.json")
+    assert verdict["results"][1]["source"] == str(tmp_path / "b-\ufffd.json")
+    code, error = verify(cli, odd, a, str(tmp_path / os.fsdecode(b"missing-\xff.json")))
+    assert code == 2
+    assert error["error"]["message"].startswith(str(tmp_path / "missing-\ufffd.json"))

@@ -30,8 +30,14 @@ trap 'rm -rf "$scratch"' EXIT
 LLM_USER_PATH="$scratch/llm"
 export LLM_USER_PATH
 
+# The prompt goes to the model byte for byte: "$(cat file)" would drop its
+# final newline, and its hash would no longer be the one the verdict records.
+[ -r "$prompt_file" ] || { echo "cannot read $prompt_file" >&2; exit 1; }
+system=$(cat "$prompt_file"; printf x)
+system=${system%x}
+
 cat >"$scratch/capsule.json"
-"$llm" prompt --no-log --no-stream -m "$model" -s "$(cat "$prompt_file")" \
+"$llm" prompt --no-log --no-stream -m "$model" -s "$system" \
     <"$scratch/capsule.json" >"$scratch/answer.txt"
 
 python3 - "$scratch/capsule.json" "$scratch/answer.txt" "$prompt_file" "$model" "$slot" <<'PY'
@@ -40,6 +46,17 @@ import json
 import sys
 
 capsule_path, answer_path, prompt_path, model, slot = sys.argv[1:]
+
+
+def unique(pairs):
+    # A key given twice has no single meaning: refuse it rather than keep one.
+    keys = [key for key, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise ValueError(f"duplicate key {key!r} in the model's answer")
+    return dict(pairs)
+
+
 with open(answer_path, encoding="utf-8") as handle:
     answer = handle.read()
 # Models often wrap their JSON in a code fence or a sentence: keep the
@@ -47,7 +64,10 @@ with open(answer_path, encoding="utf-8") as handle:
 start, end = answer.find("{"), answer.rfind("}")
 if start < 0 or end < start:
     sys.exit(f"no JSON object in the model's answer: {answer[:200]!r}")
-result = json.loads(answer[start : end + 1])
+try:
+    result = json.loads(answer[start : end + 1], object_pairs_hook=unique)
+except ValueError as exc:
+    sys.exit(f"the model's answer is not one strict JSON object: {exc}")
 if not isinstance(result, dict):
     sys.exit("the model's answer is not a JSON object")
 

@@ -16,12 +16,17 @@ if TYPE_CHECKING:
 HELP = "check that two fresh agents given only a capsule reach the same decision"
 
 DEFAULT_TIMEOUT = 300.0
+# A day: longer is a mistake, and far longer overflows the clocks it is added to.
+MAX_TIMEOUT = 86400.0
 
 CHECKS = """\
 checks, each reported with its outcome (pass, fail, skipped) and a reason:
-  (1) two_results           exactly two results, each one JSON object (with run:
-                            from an agent that started, exited 0 in time and
-                            left its workspace untouched)
+  (1) two_results           exactly two results, each one JSON object; with run,
+                            each from an agent that started, exited 0 in time,
+                            printed at most 1 MiB, left no process holding its
+                            output, and left its workspace untouched (verify: a
+                            file that is not one JSON object is malformed input,
+                            exit 2)
   (2) schema_valid          each is a valid continuation-result/1 document
   (3) distinct_identities   the agent ids differ (case-insensitive, NFKC)
   (4) no_prior_context      both claim prior_context: false
@@ -32,14 +37,17 @@ checks, each reported with its outcome (pass, fail, skipped) and a reason:
 
 The verdict (continuation-verdict/1) is scoped to semantic agreement and grants
 no authority. Agent identity is always agent-reported; the fresh-workspace and
-no-prior-context claims are runner-observed only with run --evidence, and
-execution is unattested without it.
+no-prior-context claims are runner-observed only with run --evidence, and only
+when both agents started in fresh workspaces they left unchanged; the verdict
+then lists what the runner observed. Execution is unattested without evidence.
 
 exit codes:
   0  agreement: all seven checks pass
   1  no agreement: a check failed (the decisions differ, ...) or was skipped
   2  bad usage or malformed input (the capsule fails verify's pre-checks, a
-     result file cannot be read, an agent command cannot be found)"""
+     result file cannot be read, is over 1 MiB or is not one JSON object, an
+     agent command cannot be found or executed by the agent's user)
+  129, 143  run stopped by SIGHUP or SIGTERM: agents killed, workspaces removed"""
 
 
 def _wrap(text: str) -> str:
@@ -107,13 +115,20 @@ def _register_run(commands: Any) -> None:
             "(its cwd and HOME) with the exact capsule bytes on stdin, no extra "
             "arguments, and an environment of only PATH (/usr/local/bin:/usr/bin:/bin "
             "unless --pass-env PATH), LANG and LC_ALL (C.UTF-8), HOME, "
-            "CAPSULE_AGENT_SLOT (a or b) and the --pass-env names. Run as root, the "
-            "agents run as the user 'nobody', so the command and all it reads must be "
-            "accessible to that user. Each must print one continuation-result/1 JSON "
-            "object on stdout and exit 0 within the timeout; a timeout kills its whole "
-            "process group. A workspace found changed afterwards fails that agent. "
-            "Then the results are verified as by 'verify'. This is not a sandbox: "
-            "agents can still reach the network and what their user can read."
+            "CAPSULE_AGENT_SLOT (a or b) and the --pass-env names, in a session of its "
+            "own (no controlling terminal), with no new privileges, no core dumps and "
+            "files of at most 1 GiB. Run as root, each agent runs as its own unused uid "
+            "and gid (no supplementary groups, at most 256 processes), so the command, "
+            "its interpreter and all it reads must be usable by a user that owns nothing: "
+            "world-readable and, along the way, world-searchable. Without root, agents "
+            "run as you and the workspace is read-only by mode bits only. Each must print "
+            "one continuation-result/1 JSON object (at most 1 MiB) on stdout and exit 0 "
+            "within the timeout. When an agent ends, every process it left is killed "
+            "(as root: every process of its uid; otherwise: its session). A workspace "
+            "found changed afterwards fails that agent. SIGTERM or SIGHUP stop the "
+            "agents, remove the workspaces and exit 143 or 129. Then the results are "
+            "verified as by 'verify'. This is not a sandbox: agents can still reach the "
+            "network, read world-readable files and see other processes' command lines."
         ),
         epilog=CHECKS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -138,7 +153,7 @@ def _register_run(commands: Any) -> None:
         metavar="S",
         type=float,
         default=DEFAULT_TIMEOUT,
-        help=f"seconds each agent may run (default: {DEFAULT_TIMEOUT:g})",
+        help=f"seconds each agent may run, at most {MAX_TIMEOUT:g} (default: {DEFAULT_TIMEOUT:g})",
     )
     parser.add_argument(
         "--pass-env",
@@ -156,8 +171,9 @@ def _register_run(commands: Any) -> None:
         metavar="FILE",
         help=(
             "write the invocation evidence (continuation-evidence/1, canonical JSON) to "
-            "FILE atomically; the verdict then records its SHA-256 and marks the "
-            "workspace and prior-context claims runner_observed"
+            "FILE atomically; the verdict then records its SHA-256 and what the runner "
+            "observed, and marks the workspace and prior-context claims runner_observed "
+            "when both agents started in fresh workspaces they left unchanged"
         ),
     )
     add_json_flag(parser)
@@ -169,7 +185,7 @@ def _register_prompt(commands: Any) -> None:
         "prompt",
         help="print the fixed instruction text for an agent's model",
         description=_wrap(
-            "Print the fixed, versioned instruction text (continuation-prompt/1) that an "
+            "Print the fixed, versioned instruction text (continuation-prompt/2) that an "
             "agent adapter gives its model together with the capsule: what to decide, "
             "the result form, and that every excerpt is untrusted data. Verdicts record "
             "its SHA-256. With --json: its version, sha256 and text."
@@ -191,23 +207,53 @@ def run_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(path: str) -> str:
+    """A path as text any output can carry: bytes that are not UTF-8 (kept by
+    Python as lone surrogates) become U+FFFD."""
+    import os
+
+    return os.fsencode(path).decode("utf-8", errors="replace")
+
+
+def _read_result(path: str) -> bytes:
+    """A result file's bytes, if it is one JSON object of at most 1 MiB; any
+    other file is malformed input (exit 2), not a failed check."""
+    from governance.continuation.verdict import MAX_RESULT_BYTES, MAX_RESULT_TEXT, parse_result
+    from governance.errors import MalformedInput, UsageError
+
+    shown = _shown(path)
+    try:
+        with open(path, "rb") as handle:
+            # One byte more than allowed tells "too large" from "exactly full".
+            data = handle.read(MAX_RESULT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(
+            f"{shown}: cannot read result: {exc.strerror}", code="result_unreadable"
+        ) from None
+    if len(data) > MAX_RESULT_BYTES:
+        raise MalformedInput(
+            f"{shown}: result is over {MAX_RESULT_TEXT}; a result is one small JSON object",
+            code="result_too_large",
+        )
+    try:
+        parse_result(data)
+    except ValueError as exc:
+        raise MalformedInput(
+            f"{shown}: not one JSON object: {exc}", code="result_malformed"
+        ) from None
+    return data
+
+
 def run_verify(args: argparse.Namespace) -> int:
     from governance.continuation.verdict import Submission, evaluate, slot_name
-    from governance.errors import UsageError
     from governance.reader import read_capsule_file
 
     capsule = read_capsule_file(args.capsule)
-    submissions = []
-    for index, path in enumerate(args.results):
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise UsageError(
-                f"{path}: cannot read result: {exc.strerror}", code="result_unreadable"
-            ) from None
-        submissions.append(Submission(slot_name(index), path, data))
-    return _report(evaluate(capsule, args.capsule, submissions), args.json)
+    submissions = [
+        Submission(slot_name(index), _shown(path), _read_result(path))
+        for index, path in enumerate(args.results)
+    ]
+    return _report(evaluate(capsule, _shown(args.capsule), submissions), args.json)
 
 
 def run_and_verify(args: argparse.Namespace) -> int:
@@ -222,9 +268,10 @@ def run_and_verify(args: argparse.Namespace) -> int:
     from governance.reader import read_capsule_file
 
     capsule = read_capsule_file(args.capsule)
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT):
         raise UsageError(
-            f"--timeout must be a positive number of seconds, not {args.timeout:g}",
+            f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} "
+            f"(a day), not {args.timeout:g}",
             code="usage",
         )
     if args.evidence and not os.path.isdir(os.path.dirname(os.path.abspath(args.evidence))):
@@ -233,20 +280,33 @@ def run_and_verify(args: argparse.Namespace) -> int:
             f"{args.evidence}: cannot write evidence: no such folder", code="output_failed"
         )
     passed = runner.check_pass_env(args.pass_env, os.environ)
-    command_a = runner.parse_command(args.agent, "--agent")
-    command_b = (
-        command_a if args.agent_b is None else runner.parse_command(args.agent_b, "--agent-b")
-    )
-    run_as = runner.agent_user()
-    who = f"as user {run_as.name or run_as.uid}" if run_as.privilege_dropped else "as yourself"
+    users = runner.agent_users()
+    path = runner.agent_path(passed, os.environ)
+    commands = []
+    for option, command in (("--agent", args.agent), ("--agent-b", args.agent_b or args.agent)):
+        argv = runner.parse_command(command, option)
+        runner.check_executable(argv[0], option, users[0], path)
+        commands.append(argv)
+    if users[0].dedicated:
+        who = "as dedicated uids " + " and ".join(str(user.uid) for user in users)
+    else:
+        who = f"as yourself ({users[0].describe()}; the workspace is read-only by mode bits only)"
     warn(
         f"capsule: running agents a and b {who} in fresh read-only workspaces "
         f"(timeout {args.timeout:g} s each)"
     )
     runs = runner.run_agents(
-        capsule.data, (command_a, command_b), timeout=args.timeout, passed=passed
+        capsule.data, commands, timeout=args.timeout, users=users, passed=passed
     )
-    evidence_sha256 = None
+    for run in runs:
+        if run.left_running:
+            warn(
+                f"capsule: agent {run.slot} left {len(run.left_running)} process(es) running; "
+                "the runner killed them"
+            )
+        if run.survivors:
+            warn(f"capsule: agent {run.slot}: processes survived the runner's kill")
+    attestation = None
     if args.evidence:
         data = canonical.dumps(
             runner.evidence(
@@ -258,7 +318,7 @@ def run_and_verify(args: argparse.Namespace) -> int:
             )
         )
         write_atomic(args.evidence, data)
-        evidence_sha256 = sha256_hex(data)
+        attestation = runner.attestation(runs, sha256_hex(data))
     submissions = [
         Submission(
             run.slot,
@@ -268,9 +328,8 @@ def run_and_verify(args: argparse.Namespace) -> int:
         )
         for run in runs
     ]
-    return _report(
-        evaluate(capsule, args.capsule, submissions, evidence_sha256=evidence_sha256), args.json
-    )
+    verdict = evaluate(capsule, _shown(args.capsule), submissions, attestation=attestation)
+    return _report(verdict, args.json)
 
 
 def _printable(text: str) -> str:
@@ -300,10 +359,11 @@ def _report(verdict: Verdict, as_json: bool) -> int:
     document = verdict.capsule.document
     outcome = f"agreement: {verdict.decision}" if verdict.agreement else "no agreement (exit 1)"
     claim = verdict.observed_claim.replace("_", "-")
+    attestation = verdict.attestation
     execution = (
         "unattested"
-        if verdict.evidence_sha256 is None
-        else f"runner-observed (evidence sha256 {verdict.evidence_sha256[:12]})"
+        if attestation is None
+        else f"runner-observed (evidence sha256 {attestation.evidence_sha256[:12]})"
     )
     print(
         f"capsule: continuation of {document['id']} (capsule sha256 "
@@ -312,4 +372,8 @@ def _report(verdict: Verdict, as_json: bool) -> int:
         f"{claim}; execution {execution}.",
         file=sys.stderr,
     )
+    if attestation is not None:
+        notes = "".join(f"  {_printable(note)}\n" for note in attestation.observed)
+        sys.stderr.write(f"observed by the runner:\n{notes}")
+        sys.stderr.flush()
     return 0 if verdict.agreement else 1

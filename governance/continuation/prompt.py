@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from governance.hashing import sha256_hex
 
-VERSION = "continuation-prompt/1"
+VERSION = "continuation-prompt/2"
 
 TEXT = f"""\
 {VERSION}
@@ -52,8 +52,10 @@ others:
   capsule bytes you were given
 - "decision": "continue" or "blocked"
 - "rationale": why, in a few sentences
-- "next_action": the next concrete step; required when you continue
-- "blockers": a non-empty list of what blocks the work; required when blocked
+- "next_action": the next concrete step; required when you continue, and
+  left out when you are blocked
+- "blockers": a non-empty list of what blocks the work; required when you are
+  blocked, and left out when you continue
 - "citations": a non-empty list of the locators you relied on, each copied
   exactly from the capsule: the "path" of "packet" or of "context", or the
   "locator" of one of the "reads"

@@ -3,7 +3,9 @@
 A verdict says whether two results for one capsule agree, and nothing more:
 its scope is semantic agreement, it grants no authority, and each operational
 claim (identity, fresh workspace, no prior context) names who stands behind it.
-Only a run that kept invocation evidence may mark a claim ``runner_observed``.
+Only a run that kept invocation evidence may mark a claim ``runner_observed``,
+and only when the runner saw both agents start in fresh workspaces and leave
+them unchanged; the verdict then says in words what exactly was observed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from governance.canonical import has_surrogate
 from governance.continuation import prompt
 from governance.errors import MalformedInput
 from governance.hashing import sha256_hex
@@ -21,6 +24,10 @@ from governance.reader import CapsuleFile
 
 RESULT_SCHEMA = "continuation-result/1"
 VERDICT_SCHEMA = "continuation-verdict/1"
+
+# A result is a few kilobytes; nothing larger is read (files) or kept (agent output).
+MAX_RESULT_BYTES = 1 << 20
+MAX_RESULT_TEXT = "1 MiB"
 
 SCOPE = "semantic_agreement"
 AUTHORITY = "none"
@@ -45,6 +52,13 @@ CHECK_NAMES = (
 # Reasons quote agent-written strings; keep them readable when an agent floods.
 _MAX_LISTED = 5
 _MAX_QUOTED = 80
+_MAX_REASON = 500
+
+# The result schema forbids these keys with {"not": {}}; say so plainly.
+_EXCLUSIVE = {
+    "$.blockers": "blockers are not allowed when the decision is continue",
+    "$.next_action": "next_action is not allowed when the decision is blocked",
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,17 @@ class Submission:
     source: str
     data: bytes | None
     problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Attestation:
+    """What a runner that kept evidence observed: the evidence file's hash,
+    plain-words notes of what was seen (and what was not), and whether both
+    agents started in fresh workspaces that they left unchanged."""
+
+    evidence_sha256: str
+    observed: tuple[str, ...]
+    workspaces_observed: bool
 
 
 @dataclass(frozen=True)
@@ -82,7 +107,7 @@ class Verdict:
     submissions: tuple[Submission, ...]
     valid: Mapping[str, dict[str, Any]]
     checks: tuple[Check, ...]
-    evidence_sha256: str | None = None
+    attestation: Attestation | None = None
     prompt_sha256: str = field(default_factory=prompt.sha256)
 
     @property
@@ -96,13 +121,24 @@ class Verdict:
         return str(next(iter(self.valid.values()))["decision"])
 
     @property
+    def evidence_sha256(self) -> str | None:
+        return None if self.attestation is None else self.attestation.evidence_sha256
+
+    @property
     def observed_claim(self) -> str:
-        return AGENT_REPORTED if self.evidence_sha256 is None else RUNNER_OBSERVED
+        """Who stands behind the fresh-workspace and no-prior-context claims."""
+        if self.attestation is not None and self.attestation.workspaces_observed:
+            return RUNNER_OBSERVED
+        return AGENT_REPORTED
 
     def to_json(self) -> dict[str, Any]:
         execution: dict[str, Any] = {"status": UNATTESTED}
-        if self.evidence_sha256 is not None:
-            execution = {"status": RUNNER_OBSERVED, "evidence_sha256": self.evidence_sha256}
+        if self.attestation is not None:
+            execution = {
+                "status": RUNNER_OBSERVED,
+                "evidence_sha256": self.attestation.evidence_sha256,
+                "observed": list(self.attestation.observed),
+            }
         return {
             "schema": VERDICT_SCHEMA,
             "scope": SCOPE,
@@ -176,23 +212,39 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse(data: bytes) -> dict[str, Any]:
+def parse_result(data: bytes) -> dict[str, Any]:
     """Exactly one JSON object, strictly: a duplicate key could make two
-    readers see two different results. Numbers are left to the schema."""
+    readers see two different results. Numbers are left to the schema. The
+    same refusals as ``canonical.loads`` otherwise: a lone surrogate escape
+    (no UTF-8 output could carry it) and nesting too deep to walk. Raises
+    ``ValueError`` saying why."""
     if not data.strip():
         raise ValueError("the output is empty" if not data else "the output is only whitespace")
     try:
-        value = json.loads(
-            data.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant
-        )
+        text = data.decode("utf-8")
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("not valid JSON: nested too deeply") from None
+    if "\\u" in text and has_surrogate(value):
+        raise ValueError("not valid JSON: it holds a lone surrogate escape (not UTF-8)")
     if not isinstance(value, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number"}
         raise ValueError(f"{kind.get(type(value), 'a number or null')} in JSON, not an object")
     return value
+
+
+def _schema_reason(slot: str, exc: MalformedInput) -> str:
+    where = str(exc.details.get("where", ""))
+    if where in _EXCLUSIVE and exc.message.endswith("should not be valid under {}"):
+        return f"result {slot}: {where}: {_EXCLUSIVE[where]}"
+    # A schema message quotes the offending value, which an agent controls.
+    if len(exc.message) > _MAX_REASON:
+        return exc.message[: _MAX_REASON - 1] + "…"
+    return exc.message
 
 
 def _identity(agent_id: str) -> str:
@@ -234,7 +286,7 @@ def evaluate(
     capsule_path: str,
     submissions: Sequence[Submission],
     *,
-    evidence_sha256: str | None = None,
+    attestation: Attestation | None = None,
 ) -> Verdict:
     """Run checks (1)-(7) over ``submissions`` for ``capsule``.
 
@@ -254,7 +306,7 @@ def evaluate(
             problems.append(f"{s.slot} ({s.source}): {s.problem}")
             continue
         try:
-            objects[s.slot] = _parse(s.data or b"")
+            objects[s.slot] = parse_result(s.data or b"")
         except ValueError as exc:
             problems.append(f"{s.slot} ({s.source}): not one JSON object: {exc}")
     sources = ", ".join(f"{s.slot} from {s.source}" for s in submissions)
@@ -274,7 +326,7 @@ def evaluate(
                 value, "continuation-result-1", what=f"result {slot}", code="result_invalid"
             )
         except MalformedInput as exc:
-            invalid.append(exc.message)
+            invalid.append(_schema_reason(slot, exc))
         else:
             valid[slot] = value
     checks.append(
@@ -372,5 +424,5 @@ def evaluate(
         submissions=tuple(submissions),
         valid=valid,
         checks=tuple(checks),
-        evidence_sha256=evidence_sha256,
+        attestation=attestation,
     )
