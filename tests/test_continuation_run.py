@@ -956,14 +956,21 @@ def test_agent_that_cannot_start(
     assert verdict["execution"]["observed"][0].startswith("agent a could not start (")
 
 
-@pytest.mark.skipif(AS_ROOT, reason="as root the agent cannot change its root-owned workspace")
 def test_changed_workspace_is_not_runner_observed(cli, capsule: Path, stub, tmp_path: Path) -> None:
     sneaky = stub('os.chmod(".", 0o755)\nopen("notes.txt", "w").write("scratch")\n')
     evidence = tmp_path / "evidence.json"
     code, verdict = run(cli, capsule, "--agent", sneaky, "--evidence", str(evidence))
     assert code == 1
-    assert verdict["claims"]["fresh_workspace"] == "agent_reported"
-    assert "afterwards it holds 1 entry: 'notes.txt'" in verdict["execution"]["observed"][1]
+    observed = " ".join(verdict["execution"]["observed"])
+    if AS_ROOT:
+        # The operating system refuses the agent's own uid: the workspace stays
+        # as it was, and the agent fails by its exit status instead.
+        assert "notes.txt" not in observed
+        assert failing(verdict) == [1]
+        assert "exit" in reason(verdict, 1)
+    else:
+        assert verdict["claims"]["fresh_workspace"] == "agent_reported"
+        assert "afterwards it holds 1 entry: 'notes.txt'" in verdict["execution"]["observed"][1]
 
 
 def test_attestation_follows_what_the_runner_saw(capsule: Path, stub) -> None:
