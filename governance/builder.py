@@ -7,18 +7,22 @@ snapshot they read from differs.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from governance import budget, canonical
 from governance.capsule import SCHEMA_V1, TRUST_V1
 from governance.errors import SourceError, UsageError
 from governance.excerpt import Excerpt, decode_source, select
 from governance.hashing import sha256_hex
-from governance.locator import check_path, parse_locator
+from governance.locator import Selector, check_path, parse_locator
 from governance.packet import DEFAULT_QUESTION, PACKET_FILE, Packet, parse_packet
 from governance.policy import POLICY_PATH, Policy, parse_policy
 from governance.snapshot import Snapshot, Source
+
+if TYPE_CHECKING:
+    from governance.headings import Heading
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,21 @@ def _read_whole(snapshot: Snapshot, path: str, *, hint: str = "") -> WholeFile:
     return WholeFile(source=source, data=data, text=decode_source(data, locator=path))
 
 
+def _excerpt(snapshot: Snapshot, selector: Selector, source: Source) -> Excerpt:
+    def parse(text: str) -> Sequence[Heading]:
+        from governance.headings import parse_headings
+
+        return snapshot.memo("headings", source, lambda: tuple(parse_headings(text)))
+
+    # An excerpt is a pure function of the blob and the locator; the parsed
+    # headings, of the blob alone (other locators into the same file share them).
+    return snapshot.memo(
+        f"excerpt:{selector.locator}",
+        source,
+        lambda: select(selector, source, snapshot.read(source), headings=parse),
+    )
+
+
 def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     def size(part: Any) -> int:
         return len(canonical.dumps(part)) - 1
@@ -92,9 +111,16 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     policy_file = _read_whole(
         snapshot, POLICY_PATH, hint="every capsule is built under a committed policy"
     )
-    policy = parse_policy(policy_file.text, path=POLICY_PATH)
+    policy = snapshot.memo(
+        "policy", policy_file.source, lambda: parse_policy(policy_file.text, path=POLICY_PATH)
+    )
     packet_file = _read_whole(snapshot, packet_path)
-    packet = parse_packet(packet_file.text, path=packet_path)
+    # The packet's id must match its folder: the parse depends on the path too.
+    packet = snapshot.memo(
+        f"packet:{packet_path}",
+        packet_file.source,
+        lambda: parse_packet(packet_file.text, path=packet_path),
+    )
     context_file = _read_whole(snapshot, packet.context_path)
 
     if len(packet.required_reads) > policy.max_required_reads:
@@ -136,7 +162,7 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     excerpts = []
     for selector, source in zip(selectors, sources, strict=True):
         snapshot.check_worktree(source, locator=selector.locator)
-        excerpts.append(select(selector, source, snapshot.read(source)))
+        excerpts.append(_excerpt(snapshot, selector, source))
 
     document: dict[str, Any] = {
         "schema": SCHEMA_V1,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,8 +58,15 @@ def decode_source(data: bytes, *, locator: str) -> str:
         ) from None
 
 
-def select(selector: Selector, source: Source, data: bytes) -> Excerpt:
-    """Select the whole file, or one heading's complete section, failing closed."""
+def select(
+    selector: Selector,
+    source: Source,
+    data: bytes,
+    *,
+    headings: Callable[[str], Sequence[Heading]] | None = None,
+) -> Excerpt:
+    """Select the whole file, or one heading's complete section, failing closed.
+    ``headings`` parses the decoded text (a caller may memoise it per blob)."""
     text = decode_source(data, locator=selector.locator)
     source_sha = sha256_hex(data)
     if selector.slug is None:
@@ -79,8 +87,8 @@ def select(selector: Selector, source: Source, data: bytes) -> Excerpt:
     from governance.headings import parse_headings, sections_for_slug, split_lines
 
     lines = split_lines(data)
-    headings = parse_headings(text)
-    found = sections_for_slug(headings, len(lines), selector.slug)
+    parsed = headings(text) if headings is not None else parse_headings(text)
+    found = sections_for_slug(parsed, len(lines), selector.slug)
     if not found:
         raise SourceError(
             f"{selector.locator}: no heading with slug {selector.slug!r} in {selector.path}",

@@ -11,13 +11,20 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import pygit2
 
 from governance.errors import SourceError, UsageError
 from governance.locator import check_path
+
+if TYPE_CHECKING:
+    from governance.cache import BlobCache
+
+T = TypeVar("T")
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
@@ -84,12 +91,15 @@ class Source:
 @dataclass
 class Snapshot:
     """A tree to read from. ``workdir`` set means: every source read must equal
-    the working tree's bytes (building at HEAD in a work tree)."""
+    the working tree's bytes (building at HEAD in a work tree). ``cache`` set
+    means: blob bytes and whatever is computed from them alone are shared with
+    every other snapshot using that cache (replay, audit)."""
 
     repo: pygit2.Repository
     tree: pygit2.Tree
     commit_id: str
     workdir: Path | None = None
+    cache: BlobCache | None = field(default=None, repr=False)
     _sizes: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -202,4 +212,13 @@ class Snapshot:
             raise dirty
 
     def read(self, source: Source) -> bytes:
-        return self.blob(source).data
+        if self.cache is None:
+            return self.blob(source).data
+        return self.cache.get(("bytes", source.blob_id), lambda: self.blob(source).data, weight=len)
+
+    def memo(self, kind: str, source: Source, compute: Callable[[], T]) -> T:
+        """``compute()``, a pure function of ``source``'s bytes that ``kind`` names:
+        once per blob id with a cache, every time without one."""
+        if self.cache is None:
+            return compute()
+        return self.cache.get((kind, source.blob_id), compute, weight=lambda _: self.size(source))
