@@ -66,3 +66,6 @@ def loads(data: bytes, *, what: str = "capsule") -> Any:
         )
     except ValueError as exc:
         raise MalformedInput(f"{what} is not valid JSON: {exc}", code=code) from None
+    except RecursionError:
+        # A hostile file (thousands of nested brackets) must be an input error, not a crash.
+        raise MalformedInput(f"{what} is nested too deeply to be a {what}", code=code) from None
