@@ -15,7 +15,7 @@ from typing import NoReturn
 from governance import __version__
 from governance.errors import CapsuleError, UsageError
 
-COMMANDS = ("build", "verify")
+COMMANDS = ("build", "verify", "replay", "audit")
 
 EXIT_CODES = """\
 exit codes:

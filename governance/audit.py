@@ -1,0 +1,432 @@
+"""Audit: find every capsule record in a range of history and replay each
+distinct record blob once at its declared commit.
+
+History is walked oldest first with pygit2. At each commit only what differs
+from its parents is looked at: a folder whose tree id a parent also has holds
+nothing new, so it is skipped whole. Nothing is kept per commit, so memory
+follows the number of record versions found, not the length of history.
+
+Like replay, an audit reads git objects only: no checkout, no working tree,
+no filters, no hooks, and no file of any commit is imported or run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import pygit2
+
+from governance.cache import BlobCache
+from governance.errors import CapsuleError, UsageError
+from governance.globs import PathGlobs, State
+from governance.replay import Difference
+from governance.snapshot import MODE_EXEC, MODE_FILE, MODE_TREE, resolve_commit
+
+IDENTICAL = "identical"
+DRIFT = "drift"
+ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Range:
+    """Commits reachable from ``tip`` and not from ``hidden``."""
+
+    spec: str
+    tip: str
+    hidden: str | None
+
+
+def parse_range(repo: pygit2.Repository, spec: str | None) -> Range:
+    """``REV`` (all of its history) or ``A..B`` (reachable from B, not from A), each
+    side HEAD, a full commit id or a unique hex prefix, like ``--at``."""
+    if spec is None:
+        spec = "HEAD"
+    if ".." in spec:
+        base, _, tip = spec.partition("..")
+        if not base or not tip or tip.startswith("."):
+            raise UsageError(
+                f"{spec!r}: a range is A..B with both ends given (HEAD, a full commit id or "
+                "a unique hex prefix); A...B is refused",
+                code="invalid_range",
+                range=spec,
+            )
+        return Range(spec, str(resolve_commit(repo, tip).id), str(resolve_commit(repo, base).id))
+    return Range(spec, str(resolve_commit(repo, spec).id), None)
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a record: a blob at a path, and the commit that introduced it."""
+
+    path: str
+    blob_id: str
+    mode: int
+    introduced: str
+
+
+@dataclass
+class Found:
+    versions: list[Version] = field(default_factory=list)
+    commits: int = 0
+
+
+def _entries(
+    globs: PathGlobs, tree: pygit2.Tree, state: State
+) -> Iterator[tuple[pygit2.Object, State]]:
+    names = globs.literals(state)
+    if names is None:
+        for entry in tree:
+            if entry.name is not None:
+                yield entry, globs.step(state, entry.name)
+        return
+    for name in sorted(names):
+        try:
+            entry = tree[name]
+        except KeyError:
+            continue
+        yield entry, globs.step(state, name)
+
+
+def _in_parent(parent: pygit2.Tree | None, name: str) -> pygit2.Object | None:
+    if parent is None:
+        return None
+    try:
+        return parent[name]
+    except KeyError:
+        return None
+
+
+def _new_matches(
+    globs: PathGlobs,
+    tree: pygit2.Tree,
+    parents: Sequence[pygit2.Tree | None],
+    state: State,
+    prefix: str,
+) -> Iterator[tuple[str, pygit2.Object]]:
+    """Matching entries below ``tree`` that no parent has at the same path with the
+    same id (so they are new in this commit)."""
+    for entry, after in _entries(globs, tree, state):
+        if not after:
+            continue
+        assert entry.name is not None
+        olds = [_in_parent(parent, entry.name) for parent in parents]
+        if any(old is not None and old.id == entry.id for old in olds):
+            continue
+        path = f"{prefix}{entry.name}"
+        if entry.filemode == MODE_TREE:
+            if globs.descends(after):
+                assert isinstance(entry, pygit2.Tree)
+                below = [old if isinstance(old, pygit2.Tree) else None for old in olds]
+                yield from _new_matches(globs, entry, below, after, f"{path}/")
+        elif globs.matches(after):
+            yield path, entry
+
+
+def _parents(repo: pygit2.Repository, commit: pygit2.Commit) -> list[pygit2.Tree | None]:
+    trees: list[pygit2.Tree | None] = []
+    for parent_id in commit.parent_ids:
+        # The parent of a shallow clone's boundary commit is not here: compare with nothing.
+        parent = repo.get(parent_id)
+        trees.append(parent.tree if isinstance(parent, pygit2.Commit) else None)
+    return trees
+
+
+def find_records(repo: pygit2.Repository, where: Range, globs: PathGlobs) -> Found:
+    """Every record version the commits of ``where`` introduce, oldest first.
+
+    A version is introduced by a commit whose tree has that blob at that path
+    while none of its parents does. The first commit (in topological order,
+    parents first) to introduce a version is the one reported.
+    """
+    found = Found()
+    seen: set[tuple[str, str]] = set()
+    walker = repo.walk(
+        pygit2.Oid(hex=where.tip),
+        pygit2.enums.SortMode.TOPOLOGICAL
+        | pygit2.enums.SortMode.TIME
+        | pygit2.enums.SortMode.REVERSE,
+    )
+    if where.hidden is not None:
+        walker.hide(pygit2.Oid(hex=where.hidden))
+    for commit in walker:
+        found.commits += 1
+        tree = commit.tree
+        parents = _parents(repo, commit)
+        if any(parent is not None and parent.id == tree.id for parent in parents):
+            continue
+        for path, entry in _new_matches(globs, tree, parents, globs.start, ""):
+            key = (path, str(entry.id))
+            if key in seen:
+                continue
+            seen.add(key)
+            found.versions.append(Version(path, str(entry.id), entry.filemode, str(commit.id)))
+    return found
+
+
+@dataclass(frozen=True)
+class Item:
+    """One unit of replay work: a distinct record blob, and the commits that
+    introduced it (at one or more paths)."""
+
+    blob_id: str
+    regular: bool
+    introduced: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What replaying one record blob gave."""
+
+    blob_id: str
+    result: str
+    declared: str | None = None
+    code: str | None = None
+    message: str = ""
+    differences: tuple[Difference, ...] = ()
+    unreachable: tuple[str, ...] = ()  # introducing commits the declared commit is not under
+
+
+def _regular(mode: int) -> bool:
+    return mode in (MODE_FILE, MODE_EXEC)
+
+
+def work_items(versions: Sequence[Version]) -> list[Item]:
+    """Distinct blobs in the order they were first found."""
+    introduced: dict[tuple[str, bool], list[str]] = {}
+    for version in versions:
+        key = (version.blob_id, _regular(version.mode))
+        commits = introduced.setdefault(key, [])
+        if version.introduced not in commits:
+            commits.append(version.introduced)
+    return [Item(blob, regular, tuple(commits)) for (blob, regular), commits in introduced.items()]
+
+
+def shard(items: Sequence[Item], index: int, count: int) -> list[Item]:
+    """The ``index``-th (1-based) of ``count`` contiguous, near-equal slices. The
+    slices of 1..count cover every item exactly once, whatever the total."""
+    total = len(items)
+    return list(items[(index - 1) * total // count : index * total // count])
+
+
+class Replayer:
+    """Replays record blobs of one repository, sharing a cache across them."""
+
+    def __init__(self, repo: pygit2.Repository, cache: BlobCache | None = None) -> None:
+        self.repo = repo
+        self.cache = cache if cache is not None else BlobCache()
+
+    def replay(self, item: Item) -> Outcome:
+        from governance.reader import read_capsule
+        from governance.replay import replay_capsule
+
+        if not item.regular:
+            return Outcome(
+                item.blob_id,
+                ERROR,
+                code="record_not_file",
+                message="the record path is a symbolic link or a submodule, not a file",
+            )
+        blob = self.repo[item.blob_id]
+        assert isinstance(blob, pygit2.Blob)
+        try:
+            capsule = read_capsule(blob.data)
+        except CapsuleError as exc:
+            return Outcome(item.blob_id, ERROR, code=exc.code, message=exc.message)
+        declared = capsule.commit
+        try:
+            replayed = replay_capsule(self.repo, capsule, cache=self.cache)
+        except CapsuleError as exc:
+            return Outcome(item.blob_id, ERROR, declared, exc.code, exc.message)
+        # The declared commit must be in the record's own history: a record whose
+        # commit only survives outside it (a rebased or squashed branch) replays here
+        # but not in a fresh clone, once that commit is gone.
+        unreachable = tuple(
+            commit
+            for commit in item.introduced
+            if commit != declared and not self.repo.descendant_of(commit, declared)
+        )
+        if replayed.identical:
+            return Outcome(item.blob_id, IDENTICAL, declared, unreachable=unreachable)
+        return Outcome(
+            item.blob_id,
+            DRIFT,
+            declared,
+            code="replay_differs",
+            message=", ".join(d.path for d in replayed.differences),
+            differences=replayed.differences,
+            unreachable=unreachable,
+        )
+
+
+# One Replayer (repository and cache) per worker process, set by the pool's initializer.
+_WORKER: dict[str, Replayer] = {}
+
+
+def _start_worker(path: str) -> None:
+    _WORKER["replayer"] = Replayer(pygit2.Repository(path))
+
+
+def _replay_chunk(items: Sequence[Item]) -> list[Outcome]:
+    replayer = _WORKER["replayer"]
+    return [replayer.replay(item) for item in items]
+
+
+def _chunks(items: Sequence[Item], jobs: int) -> list[Sequence[Item]]:
+    # Contiguous chunks keep records that share sources on one worker (and in its
+    # cache); several chunks per worker keep the workers evenly busy.
+    size = max(1, min(64, len(items) // (jobs * 4)))
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def replay_items(
+    repo: pygit2.Repository,
+    items: Sequence[Item],
+    *,
+    jobs: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> list[Outcome]:
+    """An outcome per item, in the items' order, on ``jobs`` processes."""
+    if jobs <= 1 or len(items) <= 1:
+        replayer = Replayer(repo)
+        outcomes = []
+        for item in items:
+            outcomes.append(replayer.replay(item))
+            if progress is not None:
+                progress(len(outcomes))
+        return outcomes
+
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # fork: workers start at once, without importing anything again. Elsewhere
+    # spawn, which imports governance afresh in every worker.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    chunks = _chunks(items, jobs)
+    results: list[list[Outcome]] = [[] for _ in chunks]
+    done = 0
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_start_worker,
+        initargs=(repo.path,),
+    ) as pool:
+        futures = {pool.submit(_replay_chunk, chunk): index for index, chunk in enumerate(chunks)}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            done += len(results[futures[future]])
+            if progress is not None:
+                progress(done)
+    return [outcome for chunk in results for outcome in chunk]
+
+
+@dataclass(frozen=True)
+class Row:
+    """A line of the audit table: one record version and its result."""
+
+    path: str
+    blob_id: str
+    introduced: str
+    declared: str | None
+    result: str
+    code: str | None
+    message: str
+    differences: tuple[Difference, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "blob": self.blob_id,
+            "introduced": self.introduced,
+            "commit": self.declared,
+            "result": self.result,
+            "code": self.code,
+            "message": self.message,
+            "differences": [d.to_json() for d in self.differences],
+        }
+
+
+def rows(
+    versions: Sequence[Version], items: Sequence[Item], outcomes: Sequence[Outcome]
+) -> list[Row]:
+    """The table, in the order versions were found; versions whose item is not
+    among ``items`` (another shard's) are left out."""
+    by_item = {
+        (item.blob_id, item.regular): outcome for item, outcome in zip(items, outcomes, strict=True)
+    }
+    out = []
+    for version in versions:
+        outcome = by_item.get((version.blob_id, _regular(version.mode)))
+        if outcome is None:
+            continue
+        result, code, message = outcome.result, outcome.code, outcome.message
+        if result == IDENTICAL and version.introduced in outcome.unreachable:
+            result, code = ERROR, "commit_unreachable"
+            message = (
+                f"declared commit {outcome.declared} is not in the history of "
+                f"{version.introduced[:12]}, which introduced this record"
+            )
+        out.append(
+            Row(
+                version.path,
+                version.blob_id,
+                version.introduced,
+                outcome.declared,
+                result,
+                code,
+                message,
+                outcome.differences,
+            )
+        )
+    return out
+
+
+class Progress:
+    """``done/total, rate, ETA`` on one rewritten line of a terminal; silent when
+    the stream is not a terminal (a CI log, a pipe)."""
+
+    def __init__(
+        self,
+        total: int,
+        stream: IO[str] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        every: float = 0.1,
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = self.stream.isatty() and total > 0
+        self.total = total
+        self.clock = clock
+        self.every = every
+        self.start = clock()
+        self._shown = float("-inf")
+        self._done = 0
+
+    def line(self, done: int) -> str:
+        elapsed = max(self.clock() - self.start, 1e-9)
+        rate = done / elapsed
+        if done and done < self.total:
+            left = round((self.total - done) / rate)
+            eta = f"ETA {left // 60}:{left % 60:02d}"
+        else:
+            eta = "ETA -:--" if done < self.total else "done"
+        return f"audit: {done}/{self.total} replays  {rate:,.1f}/s  {eta}"
+
+    def update(self, done: int) -> None:
+        self._done = done
+        if not self.enabled:
+            return
+        now = self.clock()
+        if now - self._shown < self.every and done < self.total:
+            return
+        self._shown = now
+        self.stream.write(f"\r\x1b[K{self.line(done)}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.enabled:
+            self.stream.write(f"\r\x1b[K{self.line(self._done)}\n")
+            self.stream.flush()
