@@ -32,6 +32,9 @@ class BlobCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._entries
+
     def get(self, key: Hashable, compute: Callable[[], T], *, weight: Callable[[T], int]) -> T:
         """``compute()`` once per key while it stays cached; ``weight(value)`` sizes it.
         Exceptions are not cached: a failure is raised again every time it is asked for."""
