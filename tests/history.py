@@ -34,6 +34,32 @@ def forge(data: bytes, edit: Callable[[dict[str, Any]], None]) -> bytes:
     return fixpoint(document, canonical.dumps)
 
 
+def forge_target(data: bytes, target: int = 15000) -> bytes:
+    """A record claiming another policy target than its commit's policy gives."""
+
+    def edit(d: dict[str, Any]) -> None:
+        d["policy"]["target_tokens"] = d["budget"]["target_tokens"] = target
+
+    return forge(data, edit)
+
+
+def forge_whole_read(data: bytes, index: int, text: str) -> bytes:
+    """A whole-file excerpt replaced, with every hash, blob id and line count that
+    covers it rewritten to match: consistent in itself, false to its commit."""
+    from governance.hashing import git_blob_id, sha256_hex
+
+    def edit(d: dict[str, Any]) -> None:
+        read = d["reads"][index]
+        assert read["heading"] is None
+        raw = text.encode()
+        read["text"] = text
+        read["selected_sha256"] = read["source_sha256"] = sha256_hex(raw)
+        read["blob"] = git_blob_id(raw)
+        read["lines"] = [1, len(raw.splitlines())]
+
+    return forge(data, edit)
+
+
 def audit(cli: Cli, repo: Repo | Path, *args: str) -> tuple[int, dict[str, Any]]:
     where = repo.path if isinstance(repo, Repo) else repo
     result = cli(["audit", "--json", *args], cwd=where)

@@ -12,7 +12,7 @@ import pytest
 
 from gitrepo import ROADMAP, Repo
 from governance import audit as audit_module
-from history import P2, History, audit, forge, git, make_history, record
+from history import P2, History, audit, forge_target, forge_whole_read, git, make_history, record
 
 
 @pytest.fixture
@@ -66,7 +66,8 @@ def test_hand_edited_record_is_drift_with_the_field(cli, history: History) -> No
     repo = history.repo
     edited = history.records[1]
     path = repo.path / edited
-    path.write_bytes(forge(path.read_bytes(), lambda d: d.update(question="Forged?")))
+    # Same length as "Some notes.": the budget numbers stay, only the excerpt differs.
+    path.write_bytes(forge_whole_read(path.read_bytes(), 1, "# Notes\n\nSome nodes.\n"))
     repo.commit("hand edit a record")
     code, report = audit(cli, repo)
     assert code == 1
@@ -77,12 +78,14 @@ def test_hand_edited_record_is_drift_with_the_field(cli, history: History) -> No
     assert [row["path"] for row in drifted] == [edited]
     assert drifted[0]["introduced"] == repo.head()
     assert [d["path"] for d in drifted[0]["differences"]] == [
-        "budget.bytes", "budget.estimated_tokens", "question",
+        "reads[1].blob", "reads[1].selected_sha256", "reads[1].source_sha256", "reads[1].text",
     ]  # fmt: skip
     text = cli(["audit"], cwd=repo.path)
     assert text.code == 1
     drift_line = next(line for line in text.out.splitlines() if line.startswith("drift"))
-    assert drift_line.endswith("differs in budget.bytes, budget.estimated_tokens, question")
+    assert drift_line.endswith(
+        "differs in reads[1].blob, reads[1].selected_sha256, reads[1].source_sha256, reads[1].text"
+    )
 
 
 def test_corrupt_record_is_an_error_row(cli, history: History) -> None:
@@ -190,7 +193,7 @@ def test_bad_jobs(cli, repo: Repo, jobs: str) -> None:
 def test_two_jobs_give_the_same_results_as_one(cli, history: History) -> None:
     repo = history.repo
     path = repo.path / history.records[3]
-    path.write_bytes(forge(path.read_bytes(), lambda d: d.update(question="Forged?")))
+    path.write_bytes(forge_target(path.read_bytes()))
     repo.write("packets/P-2/capsules/not-a-capsule.json", "{}\n")
     repo.commit("one drift, one error")
     one = audit(cli, repo, "--jobs", "1")

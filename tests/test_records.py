@@ -7,7 +7,7 @@ import pytest
 
 from gitrepo import Repo
 from governance.hashing import sha256_hex
-from history import P1, forge, record
+from history import P1, forge_target, record
 
 
 def test_record_is_written_under_the_packet_by_commit(cli, repo: Repo) -> None:
@@ -59,7 +59,7 @@ def test_same_record_again_is_unchanged(cli, repo: Repo) -> None:
 
 def test_record_conflict_never_overwrites(cli, repo: Repo) -> None:
     path = repo.path / record(cli, repo)
-    forged = forge(path.read_bytes(), lambda d: d.update(question="Something else?"))
+    forged = forge_target(path.read_bytes())
     path.write_bytes(forged)
     result = cli(["build", P1, "--record", "--json"], cwd=repo.path)
     assert result.code == 2
