@@ -173,14 +173,30 @@ class Snapshot:
         """The blob's size from the object header, without inflating it where possible."""
         size = self._sizes.get(source.blob_id)
         if size is None:
-            _, size = self.repo.odb.read_header(pygit2.Oid(hex=source.blob_id))
+            try:
+                _, size = self.repo.odb.read_header(pygit2.Oid(hex=source.blob_id))
+            except KeyError:
+                raise self._object_missing(source) from None
             self._sizes[source.blob_id] = size
         return size
 
     def blob(self, source: Source) -> pygit2.Blob:
-        blob = self.repo[source.blob_id]
+        try:
+            blob = self.repo[source.blob_id]
+        except KeyError:
+            raise self._object_missing(source) from None
         assert isinstance(blob, pygit2.Blob)
         return blob
+
+    def _object_missing(self, source: Source) -> SourceError:
+        # The tree names the blob but the object database does not hold it: a
+        # partial (blobless) clone, which pygit2 cannot fill in on demand.
+        return SourceError(
+            f"{source.path}: blob {source.blob_id[:12]} of commit {self.commit_id[:12]} is not in "
+            "this repository (a partial clone? clone without --filter)",
+            code="object_missing",
+            locator=source.path,
+        )
 
     def check_worktree(self, source: Source, *, locator: str | None = None) -> None:
         """Fail closed when the working tree's bytes differ from the blob."""
