@@ -230,7 +230,16 @@ class Replayer:
                 code="record_not_file",
                 message="the record path is a symbolic link or a submodule, not a file",
             )
-        blob = self.repo[item.blob_id]
+        try:
+            blob = self.repo[item.blob_id]
+        except (KeyError, pygit2.GitError):
+            # A partial (blobless) clone: the tree names the record, the blob is not here.
+            return Outcome(
+                item.blob_id,
+                ERROR,
+                code="record_unreadable",
+                message="the record's blob is not in this repository (a partial clone?)",
+            )
         assert isinstance(blob, pygit2.Blob)
         try:
             capsule = read_capsule(blob.data)

@@ -350,3 +350,14 @@ def test_progress_reaches_a_real_terminal(history: History) -> None:
     assert b"audit: 5/5 replays" in seen
     assert b"done" in seen
     assert b"replays" not in done.stdout
+
+
+def test_partial_clone_without_the_record_blobs(cli, history: History, tmp_path) -> None:
+    history.repo.git("config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "blobless"
+    url = f"file://{history.repo.path}"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", "--no-checkout", url, str(clone))
+    code, report = audit(cli, clone)
+    assert code == 1
+    assert report["counts"]["records"] == 5
+    assert {row["code"] for row in report["results"]} == {"record_unreadable"}
