@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,7 +122,9 @@ class Snapshot:
         for depth, name in enumerate(parts):
             walked = "/".join(parts[: depth + 1])
             try:
-                entry = tree[name]
+                # Interned: pygit2 (1.21) keeps a reference to every key it is given,
+                # so a fresh string per lookup would stay alive for good.
+                entry = tree[sys.intern(name)]
             except KeyError:
                 raise self._absent(path, shown) from None
             mode = entry.filemode
