@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-DEFAULT_MAX_WEIGHT = 64 << 20
+# Enough for the sources of the records around any point of a walk through history.
+DEFAULT_MAX_WEIGHT = 16 << 20
 
 
 class BlobCache:

@@ -12,7 +12,17 @@ import pytest
 
 from gitrepo import ROADMAP, Repo
 from governance import audit as audit_module
-from history import P2, History, audit, forge_target, forge_whole_read, git, make_history, record
+from history import (
+    P2,
+    History,
+    audit,
+    forge,
+    forge_target,
+    forge_whole_read,
+    git,
+    make_history,
+    record,
+)
 
 
 @pytest.fixture
@@ -361,3 +371,54 @@ def test_partial_clone_without_the_record_blobs(cli, history: History, tmp_path)
     assert code == 1
     assert report["counts"]["records"] == 5
     assert {row["code"] for row in report["results"]} == {"record_unreadable"}
+
+
+def test_audit_agrees_with_replay_on_every_record(cli, history: History, tmp_path) -> None:
+    """Audit skips the pre-checks of a record that rebuilds byte for byte; every
+    other record takes replay's own path. Either way each result is the one
+    `capsule replay` gives for that file."""
+    repo = history.repo
+    blobs = [(repo.path / path).read_bytes() for path in history.records]
+    before = git(repo.path, "rev-parse", f"{history.c1}^")
+    text = json.dumps(json.loads(blobs[0]), sort_keys=True, separators=(",", ":"))
+    naive = json.loads(blobs[1])
+    naive["reads"][0]["text"] += "x"
+    variants = {
+        "drift.json": forge_target(blobs[0]),
+        "non-canonical.json": text.encode() + b"\n",
+        "corrupt.json": json.dumps(
+            naive, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+        + b"\n",
+        "schema.json": forge(blobs[2], lambda d: d.update(schema="capsule/2")),
+        # P-2 claiming the commit before P-2 existed: the rebuild fails closed.
+        "elsewhere.json": forge(blobs[4], lambda d: d.update(commit=before)),
+        "not-json.json": b"[1, 2\n",
+    }
+    for name, data in variants.items():
+        repo.write(f"packets/P-1/capsules/{name}", data)
+    repo.commit("every kind of bad record")
+    code, report = audit(cli, repo)
+    assert code == 1
+    seen = set()
+    for row in report["results"]:
+        target = tmp_path / f"{row['blob']}.json"
+        exact = ["git", "cat-file", "blob", row["blob"]]
+        target.write_bytes(
+            subprocess.run(exact, cwd=repo.path, capture_output=True, check=True).stdout
+        )
+        result = cli(["replay", str(target), "--json"], cwd=repo.path)
+        replayed = json.loads(result.out)
+        if row["result"] == "identical":
+            assert result.code == 0, row
+        elif row["result"] == "drift":
+            assert result.code == 1, row
+            assert replayed["differences"] == row["differences"]
+        else:
+            assert result.code in (2, 3, 4), row
+            assert replayed["error"]["code"] == row["code"], row
+        seen.add(row["result"] if row["result"] != "error" else row["code"])
+    assert seen == {
+        "identical", "drift", "non_canonical", "capsule_corrupt", "unsupported_schema",
+        "capsule_malformed", "source_missing",
+    }, seen  # fmt: skip

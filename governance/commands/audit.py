@@ -108,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from governance.snapshot import open_repository
 
     globs = PathGlobs(args.paths or [RECORDS_GLOB])
+    audit.limit_git_cache()
     repo = open_repository()
     where = audit.parse_range(repo, args.range)
     found = audit.find_records(repo, where, globs)
