@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 # Enough for the sources of the records around any point of a walk through history.
-DEFAULT_MAX_WEIGHT = 16 << 20
+DEFAULT_MAX_WEIGHT = 8 << 20
 
 
 class BlobCache:
