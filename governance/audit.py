@@ -36,14 +36,19 @@ DRIFT = "drift"
 ERROR = "error"
 
 
-# libgit2 keeps every commit and tree it parses in a process-wide cache of up to
-# 256 MiB by default: walking a long history would fill it. An audit never comes
-# back to an old commit, so a small cache costs nothing and keeps memory flat.
-GIT_OBJECT_CACHE = 8 << 20
+def limit_git_memory() -> None:
+    """Keep libgit2's process-wide memory flat over a walk through all of history.
 
-
-def limit_git_cache() -> None:
-    pygit2.settings.cache_max_size(GIT_OBJECT_CACHE)
+    Its cache of parsed objects keeps every commit and tree a walk parses (up to
+    256 MiB by default), and it maps pack files in windows of up to 1 GiB that
+    stay mapped: both grow with the length of history. An audit never comes back
+    to an old commit, and what a replay reads is cached by blob id in our own
+    bounded cache, so the object cache is turned off and pack windows are small
+    and few (the least recently used are unmapped).
+    """
+    pygit2.settings.enable_caching(False)
+    pygit2.settings.mwindow_size = 1 << 20
+    pygit2.settings.mwindow_mapped_limit = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -335,7 +340,7 @@ _WORKER: dict[str, Replayer] = {}
 
 
 def _start_worker(path: str) -> None:
-    limit_git_cache()
+    limit_git_memory()
     _WORKER["replayer"] = Replayer(pygit2.Repository(path))
 
 

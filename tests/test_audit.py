@@ -174,7 +174,7 @@ def test_shards_cover_every_record_exactly_once(cli, history: History) -> None:
         for index in range(1, count + 1):
             code, report = audit(cli, history.repo, "--shard", f"{index}/{count}")
             assert code == 0
-            assert report["shard"] == {"index": index, "count": count}
+            assert report["shard"] == {"index": index, "count": count, "blobs_in_range": 5}
             seen += [row["blob"] for row in report["results"]]
         assert sorted(seen) == sorted(row["blob"] for row in full), count
 

@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from governance.snapshot import open_repository
 
     globs = PathGlobs(args.paths or [RECORDS_GLOB])
-    audit.limit_git_cache()
+    audit.limit_git_memory()
     repo = open_repository()
     where = audit.parse_range(repo, args.range)
     found = audit.find_records(repo, where, globs)
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 "range": {"spec": where.spec, "tip": where.tip, "hidden": where.hidden},
                 "paths": globs.patterns,
-                "shard": {"index": index, "count": count},
+                "shard": {"index": index, "count": count, "blobs_in_range": len(everything)},
                 "jobs": args.jobs,
                 "counts": counts,
                 "ok": ok,
