@@ -94,21 +94,6 @@ class Found:
     commits: int = 0
 
 
-def _entries(
-    globs: PathGlobs, tree: pygit2.Tree, state: State
-) -> Iterator[tuple[pygit2.Object, State]]:
-    names = globs.literals(state)
-    if names is None:
-        for entry in tree:
-            if entry.name is not None:
-                yield entry, globs.step(state, entry.name)
-        return
-    for name in sorted(names):
-        found = _lookup(tree, name)
-        if found is not None:
-            yield found, globs.step(state, name)
-
-
 def _lookup(tree: pygit2.Tree | None, name: str) -> pygit2.Object | None:
     if tree is None:
         return None
@@ -121,6 +106,26 @@ def _lookup(tree: pygit2.Tree | None, name: str) -> pygit2.Object | None:
         return None
 
 
+def _candidates(
+    globs: PathGlobs, tree: pygit2.Tree, parents: Sequence[pygit2.Tree | None], state: State
+) -> Iterator[tuple[pygit2.Object, list[pygit2.Object | None]]]:
+    """Each entry of ``tree`` that may lead to a match, with the entries of the same
+    name in the parents (None where a parent has none)."""
+    names = globs.literals(state)
+    if names is not None:
+        # Only literal names can match here: look them up, never list the folder.
+        for name in sorted(names):
+            entry = _lookup(tree, name)
+            if entry is not None:
+                yield entry, [_lookup(parent, name) for parent in parents]
+        return
+    # A wildcard: list the folder, and each parent's once (listing is cheap; a
+    # lookup per entry per parent is not).
+    olds = [{e.name: e for e in parent} if parent is not None else {} for parent in parents]
+    for entry in tree:
+        yield entry, [old.get(entry.name) for old in olds]
+
+
 def _new_matches(
     globs: PathGlobs,
     tree: pygit2.Tree,
@@ -130,12 +135,14 @@ def _new_matches(
 ) -> Iterator[tuple[str, pygit2.Object]]:
     """Matching entries below ``tree`` that no parent has at the same path with the
     same id (so they are new in this commit)."""
-    for entry, after in _entries(globs, tree, state):
-        if not after:
+    for entry, olds in _candidates(globs, tree, parents, state):
+        # Same id as in a parent: nothing below it is new. Checked before the glob,
+        # which is the dearer test, since most entries are unchanged.
+        if any(old is not None and old.id == entry.id for old in olds):
             continue
         assert entry.name is not None
-        olds = [_lookup(parent, entry.name) for parent in parents]
-        if any(old is not None and old.id == entry.id for old in olds):
+        after = globs.step(state, entry.name)
+        if not after:
             continue
         path = f"{prefix}{entry.name}"
         if entry.filemode == MODE_TREE:
