@@ -249,7 +249,7 @@ class Replayer:
 
     def replay(self, item: Item) -> Outcome:
         from governance.reader import read_capsule
-        from governance.replay import replay_capsule
+        from governance.replay import declared_commit, rebuild_failed, replay_capsule
 
         if not item.regular:
             return Outcome(
@@ -283,9 +283,14 @@ class Replayer:
             return Outcome(item.blob_id, ERROR, code=exc.code, message=exc.message)
         declared = capsule.commit
         try:
-            replayed = replay_capsule(self.repo, capsule, cache=self.cache)
+            declared_commit(self.repo, declared)
         except CapsuleError as exc:
             return Outcome(item.blob_id, ERROR, declared, exc.code, exc.message)
+        try:
+            replayed = replay_capsule(self.repo, capsule, cache=self.cache)
+        except CapsuleError as exc:
+            failed = rebuild_failed(exc, declared)
+            return Outcome(item.blob_id, ERROR, declared, failed.code, failed.message)
         unreachable = self._unreachable(item, declared)
         if replayed.identical:
             return Outcome(item.blob_id, IDENTICAL, declared, unreachable=unreachable)

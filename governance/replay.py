@@ -92,22 +92,25 @@ def replay_capsule(
     """Rebuild ``capsule`` at its declared commit with the trusted builder.
 
     Raises SourceError ``commit_missing`` when the commit is not in ``repo``,
-    and the builder's own error (same class and code, ``stage: rebuild``) when
-    the rebuild fails closed there. ``cache`` shares blob reads and parses
-    with other replays of the same run.
+    and the builder's own error, unchanged, when the rebuild fails closed
+    there (see ``rebuild_failed`` to report it). ``cache`` shares blob reads
+    and parses with other replays of the same run.
     """
     obj = declared_commit(repo, capsule.commit)
     # No working tree: the snapshot reads git objects of that commit and nothing else.
     snapshot = Snapshot(repo=repo, tree=obj.tree, commit_id=str(obj.id), cache=cache)
-    try:
-        built = build_capsule(snapshot, capsule.document["packet"]["path"])
-    except CapsuleError as exc:
-        raise type(exc)(
-            f"the rebuild at {snapshot.commit_id[:12]} failed closed: {exc.message}",
-            code=exc.code,
-            **{**exc.details, "stage": "rebuild", "commit": snapshot.commit_id},
-        ) from None
+    built = build_capsule(snapshot, capsule.document["packet"]["path"])
     differences: tuple[Difference, ...] = ()
     if built.data != capsule.data:
         differences = tuple(diff_paths(capsule.document, built.document))
     return ReplayResult(capsule=capsule, rebuilt=built.data, differences=differences)
+
+
+def rebuild_failed(error: CapsuleError, commit: str) -> CapsuleError:
+    """The builder's ``error`` from a replay at ``commit``, said as such: same class,
+    code and exit code, with ``stage: rebuild`` and the commit in its details."""
+    return type(error)(
+        f"the rebuild at {commit[:12]} failed closed: {error.message}",
+        code=error.code,
+        **{**error.details, "stage": "rebuild", "commit": commit},
+    )

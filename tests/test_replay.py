@@ -6,9 +6,11 @@ from pathlib import Path
 import pytest
 
 from gitrepo import POLICY, Repo, packet_yaml
-from governance.errors import MalformedInput
+from governance.errors import MalformedInput, SourceError
 from governance.hashing import sha256_hex
 from governance.reader import READERS, read_capsule
+from governance.replay import replay_capsule
+from governance.snapshot import open_repository
 from history import P1, P2, forge, forge_target, forge_whole_read, git, record
 
 
@@ -151,6 +153,13 @@ def test_forged_record_whose_packet_is_not_at_its_commit(cli, repo: Repo) -> Non
     assert text.code == 3
     assert "[source_missing]" in text.err
     assert "rebuild" in text.err
+    # The library call raises the builder's own error, unchanged, for callers
+    # (such as the records hook) that report it in their own words.
+    with pytest.raises(SourceError) as info:
+        replay_capsule(open_repository(repo.path), read_capsule(path.read_bytes()))
+    assert info.value.code == "source_missing"
+    assert info.value.message.startswith("packets/P-2/packet.yml: ")
+    assert "stage" not in info.value.details
 
 
 def test_forged_record_over_budget_at_its_commit(cli, repo: Repo) -> None:
@@ -228,8 +237,6 @@ def test_replay_help_documents_exit_codes(capsys) -> None:
 
 def test_records_sharing_sources_share_one_cache(cli, repo: Repo) -> None:
     from governance.cache import BlobCache
-    from governance.replay import replay_capsule
-    from governance.snapshot import open_repository
 
     repo.write(P2, packet_yaml("P-2", ["docs/roadmap.md#phase-1", "docs/notes.md"]))
     repo.write("packets/P-2/context.md", "# Context\n")

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from governance.cli import add_json_flag
+from governance.errors import CapsuleError
 
 HELP = "rebuild a capsule at its declared commit and compare it byte for byte"
 
@@ -56,12 +57,16 @@ def run(args: argparse.Namespace) -> int:
     from governance.hashing import sha256_hex
     from governance.output import print_json
     from governance.reader import read_capsule_file
-    from governance.replay import replay_capsule
+    from governance.replay import declared_commit, rebuild_failed, replay_capsule
     from governance.snapshot import open_repository
 
     capsule = read_capsule_file(args.capsule)
     repo = open_repository(args.repo)
-    result = replay_capsule(repo, capsule)
+    declared_commit(repo, capsule.commit)  # commit_missing, before any rebuild
+    try:
+        result = replay_capsule(repo, capsule)
+    except CapsuleError as exc:
+        raise rebuild_failed(exc, capsule.commit) from None
     packet_id = capsule.document["id"]
     if args.json:
         print_json(
