@@ -8,10 +8,10 @@ build (``build_capsule``) or every failure is collected (``check_packet``).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from governance import budget, canonical
 from governance.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEMA_V1, TRUST_V1
@@ -22,6 +22,9 @@ from governance.locator import Selector, check_path, parse_locator
 from governance.packet import DEFAULT_QUESTION, Packet, parse_packet
 from governance.policy import Policy, parse_policy
 from governance.snapshot import Snapshot, Source
+
+if TYPE_CHECKING:
+    from governance.headings import Heading
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,21 @@ def _naming(path: str) -> Iterator[None]:
         raise
 
 
+def _excerpt(snapshot: Snapshot, selector: Selector, source: Source) -> Excerpt:
+    def parse(text: str) -> Sequence[Heading]:
+        from governance.headings import parse_headings
+
+        return snapshot.memo("headings", source, lambda: tuple(parse_headings(text)))
+
+    # An excerpt is a pure function of the blob and the locator; the parsed
+    # headings, of the blob alone (other locators into the same file share them).
+    return snapshot.memo(
+        f"excerpt:{selector.locator}",
+        source,
+        lambda: select(selector, source, snapshot.read(source), headings=parse),
+    )
+
+
 def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     def size(part: Any) -> int:
         return len(canonical.dumps(part)) - 1
@@ -156,10 +174,17 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         snapshot, POLICY_PATH, hint="every capsule is built under a committed policy"
     )
     with _naming(POLICY_PATH):
-        policy = parse_policy(policy_file.text, path=POLICY_PATH)
+        policy = snapshot.memo(
+            "policy", policy_file.source, lambda: parse_policy(policy_file.text, path=POLICY_PATH)
+        )
     packet_file = _read_whole(snapshot, packet_path, policy=policy)
     with _naming(packet_path):
-        packet = parse_packet(packet_file.text, path=packet_path)
+        # The packet's id must match its folder: the parse depends on the path too.
+        packet = snapshot.memo(
+            f"packet:{packet_path}",
+            packet_file.source,
+            lambda: parse_packet(packet_file.text, path=packet_path),
+        )
     context_file: WholeFile | None = None
     try:
         context_file = _read_whole(snapshot, packet.context_path, policy=policy)
@@ -226,7 +251,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     for rank, selector, source in resolved:
         try:
             snapshot.check_worktree(source, locator=selector.locator)
-            excerpt = select(selector, source, snapshot.read(source))
+            excerpt = _excerpt(snapshot, selector, source)
         except CapsuleError as exc:
             failures.add(exc, rank)
             continue

@@ -17,7 +17,15 @@ from typing import NoReturn
 from governance import __version__
 from governance.errors import EXIT_USAGE, CapsuleError, UsageError
 
-COMMANDS = ("build", "verify", "check", "install-hook", "continuation")
+COMMANDS = (
+    "build",
+    "verify",
+    "replay",
+    "audit",
+    "check",
+    "install-hook",
+    "continuation",
+)
 
 # What a shell reports for a process killed by SIGPIPE (128 + 13).
 EXIT_BROKEN_PIPE = 141

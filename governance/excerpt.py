@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,8 +62,15 @@ def decode_source(data: bytes, *, locator: str) -> str:
         ) from None
 
 
-def select(selector: Selector, source: Source, data: bytes) -> Excerpt:
-    """Select the whole file, or one heading's complete section, failing closed."""
+def select(
+    selector: Selector,
+    source: Source,
+    data: bytes,
+    *,
+    headings: Callable[[str], Sequence[Heading]] | None = None,
+) -> Excerpt:
+    """Select the whole file, or one heading's complete section, failing closed.
+    ``headings`` parses the decoded text (a caller may memoise it per blob)."""
     text = decode_source(data, locator=selector.locator)
     source_sha = sha256_hex(data)
     if selector.slug is None:
@@ -83,14 +91,14 @@ def select(selector: Selector, source: Source, data: bytes) -> Excerpt:
     from governance.headings import parse_headings, sections_for_slug, split_lines
 
     lines = split_lines(data)
-    headings = parse_headings(text)
-    found = sections_for_slug(headings, len(lines), selector.slug)
+    parsed = headings(text) if headings is not None else parse_headings(text)
+    found = sections_for_slug(parsed, len(lines), selector.slug)
     # GitHub names the (n+1)-th repeat of a heading `base-n`. A selector that
     # can mean such a repeat depends on position: ambiguous, with every
     # candidate, never silently the n-th one or an unrelated `Base n`.
     repeat = _REPEAT.fullmatch(selector.slug)
     if repeat:
-        base = sections_for_slug(headings, len(lines), repeat.group(1))
+        base = sections_for_slug(parsed, len(lines), repeat.group(1))
         if len(base) > int(repeat.group(2)):
             found = sorted(found + base, key=lambda s: s.first_line)
     if not found:

@@ -5,15 +5,18 @@ file of that commit is ever imported or run."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
 from governance.builder import build_capsule
-from governance.errors import SourceError
+from governance.errors import CapsuleError, SourceError
 from governance.hashing import sha256_hex
 from governance.reader import CapsuleFile
 from governance.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from governance.cache import BlobCache
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,8 @@ def diff_paths(recorded: Any, rebuilt: Any, where: str = "") -> list[Difference]
     return [Difference(where or "$", _value_hash(recorded), _value_hash(rebuilt))]
 
 
-def replay_capsule(repo: pygit2.Repository, capsule: CapsuleFile) -> ReplayResult:
-    """Rebuild ``capsule`` at its declared commit. Raises SourceError
-    ``commit_missing`` when the commit is not in ``repo``."""
-    commit = capsule.commit
+def declared_commit(repo: pygit2.Repository, commit: str) -> pygit2.Commit:
+    """The commit a capsule declares, or SourceError ``commit_missing``."""
     try:
         obj = repo.get(commit)
     except (ValueError, KeyError):
@@ -82,9 +83,34 @@ def replay_capsule(repo: pygit2.Repository, capsule: CapsuleFile) -> ReplayResul
             commit=commit,
             shallow=repo.is_shallow,
         )
-    snapshot = Snapshot(repo=repo, tree=obj.tree, commit_id=str(obj.id))
+    return obj
+
+
+def replay_capsule(
+    repo: pygit2.Repository, capsule: CapsuleFile, *, cache: BlobCache | None = None
+) -> ReplayResult:
+    """Rebuild ``capsule`` at its declared commit with the trusted builder.
+
+    Raises SourceError ``commit_missing`` when the commit is not in ``repo``,
+    and the builder's own error, unchanged, when the rebuild fails closed
+    there (see ``rebuild_failed`` to report it). ``cache`` shares blob reads
+    and parses with other replays of the same run.
+    """
+    obj = declared_commit(repo, capsule.commit)
+    # No working tree: the snapshot reads git objects of that commit and nothing else.
+    snapshot = Snapshot(repo=repo, tree=obj.tree, commit_id=str(obj.id), cache=cache)
     built = build_capsule(snapshot, capsule.document["packet"]["path"])
     differences: tuple[Difference, ...] = ()
     if built.data != capsule.data:
         differences = tuple(diff_paths(capsule.document, built.document))
     return ReplayResult(capsule=capsule, rebuilt=built.data, differences=differences)
+
+
+def rebuild_failed(error: CapsuleError, commit: str) -> CapsuleError:
+    """The builder's ``error`` from a replay at ``commit``, said as such: same class,
+    code and exit code, with ``stage: rebuild`` and the commit in its details."""
+    return type(error)(
+        f"the rebuild at {commit[:12]} failed closed: {error.message}",
+        code=error.code,
+        **{**error.details, "stage": "rebuild", "commit": commit},
+    )

@@ -11,14 +11,21 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import pygit2
 
 from governance.errors import SourceError, UsageError
 from governance.locator import check_path
+
+if TYPE_CHECKING:
+    from governance.cache import BlobCache
+
+T = TypeVar("T")
 
 MODE_FILE = 0o100644
 MODE_EXEC = 0o100755
@@ -87,13 +94,16 @@ class Source:
 class Snapshot:
     """A tree to read from. ``workdir`` set means: every source read must equal
     the working tree's bytes (building at HEAD in a work tree). ``label`` names
-    a tree that is not a commit's (the index) in messages."""
+    a tree that is not a commit's (the index) in messages. ``cache`` set
+    means: blob bytes and whatever is computed from them alone are shared with
+    every other snapshot using that cache (replay, audit)."""
 
     repo: pygit2.Repository
     tree: pygit2.Tree
     commit_id: str
     workdir: Path | None = None
     label: str | None = None
+    cache: BlobCache | None = field(default=None, repr=False)
     _sizes: dict[str, int] = field(default_factory=dict, repr=False)
     _index: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
 
@@ -120,7 +130,9 @@ class Snapshot:
         for depth, name in enumerate(parts):
             walked = "/".join(parts[: depth + 1])
             try:
-                entry = tree[name]
+                # Interned: pygit2 (1.21) keeps a reference to every key it is given,
+                # so a fresh string per lookup would stay alive for good.
+                entry = tree[sys.intern(name)]
             except KeyError:
                 raise self._absent(path, shown) from None
             mode = entry.filemode
@@ -172,12 +184,18 @@ class Snapshot:
         """The blob's size from the object header, without inflating it where possible."""
         size = self._sizes.get(source.blob_id)
         if size is None:
-            _, size = self.repo.odb.read_header(pygit2.Oid(hex=source.blob_id))
+            try:
+                _, size = self.repo.odb.read_header(pygit2.Oid(hex=source.blob_id))
+            except KeyError:
+                raise self._object_missing(source) from None
             self._sizes[source.blob_id] = size
         return size
 
     def blob(self, source: Source) -> pygit2.Blob:
-        blob = self.repo[source.blob_id]
+        try:
+            blob = self.repo[source.blob_id]
+        except KeyError:
+            raise self._object_missing(source) from None
         assert isinstance(blob, pygit2.Blob)
         return blob
 
@@ -187,6 +205,16 @@ class Snapshot:
             for entry in self.repo.index:
                 self._index[entry.path] = (str(entry.id), entry.mode)
         return self._index.get(path)
+
+    def _object_missing(self, source: Source) -> SourceError:
+        # The tree names the blob but the object database does not hold it: a
+        # partial (blobless) clone, which pygit2 cannot fill in on demand.
+        return SourceError(
+            f"{source.path}: blob {source.blob_id[:12]} {self.where} is not in "
+            "this repository (a partial clone? clone without --filter)",
+            code="object_missing",
+            locator=source.path,
+        )
 
     def check_worktree(self, source: Source, *, locator: str | None = None) -> None:
         """Fail closed when the index or the working tree differs from the blob."""
@@ -238,4 +266,13 @@ class Snapshot:
         return dirty("differs in the working tree")
 
     def read(self, source: Source) -> bytes:
-        return self.blob(source).data
+        if self.cache is None:
+            return self.blob(source).data
+        return self.cache.get(("bytes", source.blob_id), lambda: self.blob(source).data, weight=len)
+
+    def memo(self, kind: str, source: Source, compute: Callable[[], T]) -> T:
+        """``compute()``, a pure function of ``source``'s bytes that ``kind`` names:
+        once per blob id with a cache, every time without one."""
+        if self.cache is None:
+            return compute()
+        return self.cache.get((kind, source.blob_id), compute, weight=lambda _: self.size(source))

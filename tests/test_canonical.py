@@ -58,3 +58,9 @@ def test_loads_is_strict(data: bytes) -> None:
     with pytest.raises(MalformedInput) as info:
         canonical.loads(data)
     assert info.value.code == "capsule_malformed"
+
+
+def test_deeply_nested_input_is_malformed_not_a_crash() -> None:
+    with pytest.raises(MalformedInput, match="nested too deeply") as info:
+        canonical.loads(b"[" * 100_000 + b"]" * 100_000)
+    assert info.value.code == "capsule_malformed"

@@ -20,7 +20,10 @@ def register(sub: Any) -> None:
             "JSON capsule: the packet and its context.md whole, every required read's exact "
             "bytes, their commit and SHA-256 hashes, and the policy in force. The budget is "
             "checked before anything is written. Prints the capsule on stdout and a summary "
-            "on stderr."
+            "on stderr. With --record, writes it as the capsule record "
+            "packets/<ID>/capsules/<first 12 hex of the commit>.json instead; an existing "
+            "record must hold the same bytes, or the build fails with record_conflict (exit 2) "
+            "and the file is left untouched."
         ),
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -36,11 +39,21 @@ def register(sub: Any) -> None:
             "names, tags and rev expressions are refused."
         ),
     )
-    parser.add_argument(
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
         "--output",
         "-o",
         metavar="FILE",
         help="write the capsule to FILE atomically instead of stdout",
+    )
+    where.add_argument(
+        "--record",
+        action="store_true",
+        help=(
+            "write the capsule atomically to its record path in the working tree, "
+            "packets/<ID>/capsules/<first 12 hex of the commit>.json, instead of stdout; "
+            "never overwrites a different record (record_conflict, exit 2)"
+        ),
     )
     add_json_flag(parser)
     parser.set_defaults(run=run)
@@ -67,7 +80,15 @@ def run(args: argparse.Namespace) -> int:
         "reserve_tokens": built.limits.reserve_tokens,
         "output": args.output,
     }
-    if args.output:
+    if args.record:
+        from governance.records import write_record
+
+        written = write_record(repo, packet_path, built.document["commit"], built.data)
+        summary["record"] = written.path
+        summary["record_status"] = written.status
+        if args.json:
+            print_json(summary)
+    elif args.output:
         write_atomic(args.output, built.data)
         if args.json:
             print_json(summary)
@@ -80,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
         f"{built.estimated_tokens:,} estimated tokens of {built.limits.target_tokens:,} "
         f"(target from {built.limits.target_source}; hard limit "
         f"{built.limits.hard_limit_tokens:,} with reserve {built.limits.reserve_tokens:,})"
-        + (f" -> {args.output}" if args.output else ""),
+        + (f" -> {args.output}" if args.output else "")
+        + (f" -> {summary['record']} ({summary['record_status']})" if args.record else ""),
         file=sys.stderr,
     )
     return 0

@@ -1,0 +1,395 @@
+"""Benchmark ``capsule audit`` against issue 3's targets.
+
+Usage::
+
+    .venv/bin/python bench/bench_audit.py [--records N ...] [--history COMMITS ...]
+                                          [--keep DIR]
+
+For each ``--records`` size (default 1,000 and 5,000) it generates a bare
+repository whose history carries one new capsule record per commit: 24
+shared Markdown documents of 12 sections each, 40 packets that each read
+three sections of three different documents and one whole glossary file (so
+every document is read by several packets), the default policy. Commit k
+rewrites a line of one section of document k mod 24 (documents change but do
+not grow) and adds the record of packet (k mod 40) built at commit k-1, so
+sources keep changing under the records and each source version is read by
+a few of them. Each ``--history`` size (default: five times the smallest
+``--records``) is a longer history carrying that smallest number of records,
+one every (COMMITS / records) commits: against the history of the same
+number of records it isolates the length of history.
+
+Objects are written with pygit2 directly (no working tree, no ``git add``);
+records are built in process by the trusted builder, with a cache. The
+repository is then repacked, as a fresh clone would be.
+
+Every measured run is its own process (``capsule audit --json``, or
+``git cat-file --batch``), best of three: wall time is spawn to exit, so it
+includes interpreter start-up and the history walk; peak RSS comes from GNU
+time's ``%M`` when installed (``os.wait4`` otherwise, which on Linux also
+carries over this script's own peak through exec). The floor is ``git
+cat-file --batch`` reading every distinct blob the audit reads: each record,
+and the packet, context, policy and source blobs it names. Nothing is
+asserted about time: this script only prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from governance.builder import build_capsule
+from governance.cache import BlobCache
+from governance.snapshot import Snapshot
+
+SEED = 20260301
+N_DOCS = 24
+SECTIONS = 12
+N_PACKETS = 40
+N_GLOSSARIES = 4
+RUNS = 3
+
+TARGET_REPLAYS_PER_S = 300.0
+TARGET_FLOOR_RATIO = 10.0
+
+POLICY = """\
+target_tokens: 12000
+hard_limit_tokens: 16000
+reserve_tokens: 1500
+max_required_reads: 8
+estimator: utf8_bytes_div_3_ceil
+"""
+
+VOCABULARY = """
+capsule packet record replay audit commit tree blob source excerpt heading policy budget
+token canonical hash verify history branch merge review agent context scope contract
+question locator section snapshot reader schema migration evidence shard
+"""
+WORDS = VOCABULARY.split()
+
+FILE = pygit2.enums.FileMode.BLOB
+TREE = pygit2.enums.FileMode.TREE
+
+
+def _paragraph(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + ".\n"
+
+
+class Docs:
+    """The shared documents, as section bodies that commits keep editing."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.bodies = [
+            [_paragraph(rng, 40) + _paragraph(rng, 30) for _ in range(SECTIONS)]
+            for _ in range(N_DOCS)
+        ]
+
+    def text(self, doc: int) -> str:
+        parts = [f"# Document {doc}\n\n", _paragraph(random.Random(doc), 20), "\n"]
+        for section, body in enumerate(self.bodies[doc]):
+            parts += [f"## Topic {doc}-{section}\n\n", body, "\n"]
+        return "".join(parts)
+
+    def edit(self, doc: int, section: int, revision: int) -> None:
+        # Rewrite the section's second line: sources change, but do not grow with
+        # history, so records stay the same size however long it gets.
+        first = self.bodies[doc][section].split("\n")[0]
+        self.bodies[doc][section] = f"{first}\nRevision {revision}: " + _paragraph(self.rng, 30)
+
+
+class Trees:
+    """A nested {name: blob id | folder} model that writes only the folders that
+    changed since the last commit."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self.root: dict[str, Any] = {}
+        self.written: dict[int, pygit2.Oid] = {}
+
+    def put(self, path: str, data: bytes) -> None:
+        *folders, name = path.split("/")
+        node = self.root
+        self.written.pop(id(node), None)
+        for folder in folders:
+            node = node.setdefault(folder, {})
+            self.written.pop(id(node), None)
+        node[name] = self.repo.create_blob(data)
+
+    def write(self, node: dict[str, Any] | None = None) -> pygit2.Oid:
+        node = self.root if node is None else node
+        done = self.written.get(id(node))
+        if done is not None:
+            return done
+        builder = self.repo.TreeBuilder()
+        for name, value in sorted(node.items()):
+            if isinstance(value, dict):
+                builder.insert(name, self.write(value), TREE)
+            else:
+                builder.insert(name, value, FILE)
+        oid: pygit2.Oid = builder.write()
+        self.written[id(node)] = oid
+        return oid
+
+
+def _packet(index: int, rng: random.Random) -> tuple[str, list[str]]:
+    packet_id = f"P-{index:03d}"
+    docs = rng.sample(range(N_DOCS), 3)
+    reads = [f"docs/doc-{d:02d}.md#topic-{d}-{rng.randrange(SECTIONS)}" for d in docs]
+    reads.append(f"docs/glossary-{index % N_GLOSSARIES}.md")
+    lines = [
+        f"id: {packet_id}",
+        f"title: Benchmark work item {index}",
+        "objective: Carry the benchmark work forward.",
+        "scope: docs",
+        "dependencies: []",
+        "contracts: []",
+        "required_reads:",
+        *[f'  - "{read}"' for read in reads],
+    ]
+    return packet_id, lines
+
+
+def generate(path: Path, commits: int, every: int) -> None:
+    """A root commit and ``commits`` more, adding a record on every ``every``-th."""
+    rng = random.Random(SEED)
+    repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    trees = Trees(repo)
+    docs = Docs(rng)
+    trees.put("policies/capsule.yml", POLICY.encode())
+    for doc in range(N_DOCS):
+        trees.put(f"docs/doc-{doc:02d}.md", docs.text(doc).encode())
+    for glossary in range(N_GLOSSARIES):
+        text = f"# Glossary {glossary}\n\n" + _paragraph(rng, 60)
+        trees.put(f"docs/glossary-{glossary}.md", text.encode())
+    packets = []
+    for index in range(N_PACKETS):
+        packet_id, lines = _packet(index, rng)
+        packets.append(packet_id)
+        trees.put(f"packets/{packet_id}/packet.yml", ("\n".join(lines) + "\n").encode())
+        context = f"# Context\n\nWhy work item {index} exists.\n\n" + _paragraph(rng, 50)
+        trees.put(f"packets/{packet_id}/context.md", context.encode())
+
+    def signature(k: int) -> pygit2.Signature:
+        return pygit2.Signature("Bench", "bench@example.invalid", 1767225600 + 60 * k, 0)
+
+    parent = repo.create_commit(None, signature(0), signature(0), "initial", trees.write(), [])
+    cache = BlobCache()
+    for k in range(1, commits + 1):
+        if k % every == 0:
+            packet_id = packets[(k // every) % N_PACKETS]
+            commit = repo[parent]
+            assert isinstance(commit, pygit2.Commit)
+            snapshot = Snapshot(repo=repo, tree=commit.tree, commit_id=str(parent), cache=cache)
+            built = build_capsule(snapshot, f"packets/{packet_id}/packet.yml")
+            trees.put(f"packets/{packet_id}/capsules/{str(parent)[:12]}.json", built.data)
+        doc = k % N_DOCS
+        docs.edit(doc, (k // N_DOCS) % SECTIONS, k)
+        trees.put(f"docs/doc-{doc:02d}.md", docs.text(doc).encode())
+        parent = repo.create_commit(
+            None, signature(k), signature(k), f"commit {k}", trees.write(), [parent]
+        )
+    repo.references.create("refs/heads/main", parent, force=True)
+    subprocess.run(["git", "repack", "-a", "-d", "-q"], cwd=path, check=True)
+    subprocess.run(["git", "prune-packed"], cwd=path, check=True)
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PYTHON"))}
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["LC_ALL"] = "C"
+    return env
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float
+    peak_kib: int
+    stdout: bytes
+
+
+def measure(argv: Sequence[str], *, cwd: Path, stdin: bytes | None = None) -> Run:
+    time_bin = shutil.which("time") if sys.platform.startswith("linux") else None
+    gnu = False
+    if time_bin:
+        probe = subprocess.run([time_bin, "-f", "%M", "true"], capture_output=True, check=False)
+        gnu = probe.returncode == 0 and probe.stderr.strip().isdigit()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        full = [time_bin, "-f", "%M", *argv] if gnu and time_bin else list(argv)
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            full,
+            cwd=cwd,
+            env=clean_env(),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+        )
+        if stdin is not None:
+            assert proc.stdin is not None
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {stderr.decode()[-2000:]}")
+    peak = int(stderr.split()[-1]) if gnu else usage.ru_maxrss
+    return Run(wall, peak, stdout)
+
+
+def floor_blobs(repo_path: Path, report: dict[str, Any]) -> list[str]:
+    """Every distinct blob the audit reads: each record, and what it was built from."""
+    repo = pygit2.Repository(str(repo_path))
+    blobs: dict[str, None] = {}
+    for row in report["results"]:
+        blobs[row["blob"]] = None
+        record = repo[row["blob"]]
+        assert isinstance(record, pygit2.Blob)
+        capsule = json.loads(record.data)
+        for part in (capsule["packet"], capsule["context"], capsule["policy"], *capsule["reads"]):
+            blobs[part["blob"]] = None
+    return list(blobs)
+
+
+def capsule_command() -> list[str]:
+    script = Path(sys.executable).with_name("capsule")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "governance"]
+
+
+def best(runs: list[Run]) -> Run:
+    return min(runs, key=lambda run: run.wall)
+
+
+def bench(root: Path, commits: int, every: int, jobs: Sequence[int]) -> dict[str, Any]:
+    path = root / f"history-{commits}c-{commits // every}r"
+    start = time.perf_counter()
+    if not (path / "HEAD").exists():  # --keep DIR reuses what an earlier run generated
+        generate(path, commits, every)
+    generated = time.perf_counter() - start
+    audits: dict[int, Run] = {}
+    for n in jobs:
+        argv = [*capsule_command(), "audit", "--json", "--jobs", str(n)]
+        audits[n] = best([measure(argv, cwd=path) for _ in range(RUNS)])
+    report = json.loads(audits[jobs[0]].stdout)
+    counts = report["counts"]
+    if counts["identical"] != counts["records"]:
+        raise SystemExit(f"the generated history does not audit clean: {counts}")
+    blobs = floor_blobs(path, report)
+    request = "".join(f"{blob}\n" for blob in blobs).encode()
+    floor = best(
+        [measure(["git", "cat-file", "--batch"], cwd=path, stdin=request) for _ in range(RUNS)]
+    )
+    return {
+        "commits": commits,
+        "records": counts["records"],
+        "replays": counts["blobs"],
+        "generated_s": generated,
+        "blobs_read": len(blobs),
+        "blob_bytes": len(floor.stdout),
+        "floor": floor,
+        "audits": audits,
+    }
+
+
+@contextlib.contextmanager
+def workspace(keep: str | None) -> Iterator[Path]:
+    if keep:
+        path = Path(keep)
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-audit-") as folder:
+            yield Path(folder)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--records",
+        type=int,
+        nargs="+",
+        default=[1000, 5000],
+        help="history sizes: one record per commit (default 1000 5000)",
+    )
+    parser.add_argument(
+        "--history",
+        type=int,
+        nargs="+",
+        metavar="COMMITS",
+        help="longer histories carrying as many records as the smallest --records size "
+        "(default: five times that size)",
+    )
+    parser.add_argument(
+        "--keep", metavar="DIR", help="generate into DIR and keep it (a later run reuses it)"
+    )
+    args = parser.parse_args(argv)
+    print(
+        f"python {platform.python_version()}, pygit2 {pygit2.__version__} "
+        f"(libgit2 {pygit2.LIBGIT2_VERSION}), {os.cpu_count()} cpus, "
+        f"load {os.getloadavg()[0]:.2f}; best of {RUNS} runs"
+    )
+    print(
+        f"{'commits':>8} {'records':>8} {'blobs read':>10} {'MiB':>6} {'cat-file':>9} "
+        f"{'audit -j1':>10} {'replays/s':>10} {'x floor':>8} {'audit -j2':>10} "
+        f"{'replays/s':>10} {'peak RSS':>9}",
+        flush=True,
+    )
+    results = []
+    with workspace(args.keep) as root:
+        sizes = [(n, 1, (1, 2)) for n in args.records]
+        # As many records as the smallest size, in a longer history.
+        smallest = min(args.records)
+        for commits in args.history or [smallest * 5]:
+            sizes.append((commits, commits // smallest, (1,)))
+        for commits, every, jobs in sizes:
+            r = bench(root, commits, every, jobs)
+            results.append(r)
+            one = r["audits"][1]
+            two = r["audits"].get(2)
+            print(
+                f"{r['commits']:>8,} {r['records']:>8,} {r['blobs_read']:>10,} "
+                f"{r['blob_bytes'] / 2**20:>6.1f} {r['floor'].wall * 1000:>7.0f}ms "
+                f"{one.wall:>9.2f}s {r['replays'] / one.wall:>10.0f} "
+                f"{one.wall / r['floor'].wall:>7.0f}x "
+                + (f"{two.wall:>9.2f}s {r['replays'] / two.wall:>10.0f} " if two else " " * 22)
+                + f"{one.peak_kib / 1024:>6.0f}MiB",
+                flush=True,
+            )
+    print()
+    first = results[0]
+    rate = first["replays"] / first["audits"][1].wall
+    ratio = first["audits"][1].wall / first["floor"].wall
+    print(
+        f"targets at {first['records']:,} records: >= {TARGET_REPLAYS_PER_S:.0f} replays/s on "
+        f"one job: {rate:.0f} ({'met' if rate >= TARGET_REPLAYS_PER_S else 'MISSED'}); "
+        f"audit <= {TARGET_FLOOR_RATIO:.0f}x the cat-file floor: {ratio:.0f}x "
+        f"({'met' if ratio <= TARGET_FLOOR_RATIO else 'MISSED'})"
+    )
+    print(
+        "wall times include process start and the history walk; generation took "
+        + ", ".join(f"{r['generated_s']:.0f}s" for r in results)
+        + f"; load {os.getloadavg()[0]:.2f} at the end"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,114 @@
+"""Capsule records: capsules committed as evidence of what an agent was given.
+
+A record lives at ``packets/<ID>/capsules/<first 12 hex of its commit>.json``.
+Once written it is never replaced: building the same packet at the same commit
+again must give the same bytes, and anything else is a conflict to look at,
+not a file to overwrite.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from governance.errors import CapsuleError, UsageError
+from governance.hashing import sha256_hex
+
+if TYPE_CHECKING:
+    import pygit2
+
+RECORDS_FOLDER = "capsules"
+RECORDS_GLOB = "packets/*/capsules/*.json"
+COMMIT_PREFIX = 12
+
+WRITTEN = "written"
+UNCHANGED = "unchanged"
+
+
+class RecordConflict(CapsuleError):
+    """A different file already holds this record's name: never overwritten (exit 2)."""
+
+    default_code = "record_conflict"
+
+
+@dataclass(frozen=True)
+class RecordWrite:
+    path: str  # repository-relative, POSIX
+    status: str  # WRITTEN or UNCHANGED
+
+
+def record_path(packet_path: str, commit: str) -> str:
+    """``packets/<ID>/packet.yml`` at ``commit`` -> its record's repository path."""
+    folder = posixpath.dirname(packet_path)
+    return posixpath.join(folder, RECORDS_FOLDER, f"{commit[:COMMIT_PREFIX]}.json")
+
+
+def _folder(root: Path, relative: str) -> Path:
+    # Create the record's folder one component at a time, refusing to follow a
+    # symbolic link out of the working tree on the way.
+    here = root
+    for part in relative.split("/"):
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            try:
+                os.mkdir(here)
+            except OSError as exc:
+                raise UsageError(
+                    f"{relative}: cannot create the record folder: {exc.strerror}",
+                    code="output_failed",
+                ) from None
+            continue
+        if not stat.S_ISDIR(mode):
+            raise RecordConflict(
+                f"{relative}: {here.relative_to(root).as_posix()} is not a plain folder in the "
+                "working tree (a symbolic link or a file); records are never written through it",
+                path=relative,
+            )
+    return here
+
+
+def write_record(
+    repo: pygit2.Repository, packet_path: str, commit: str, data: bytes
+) -> RecordWrite:
+    """Write ``data`` as the record of ``packet_path`` at ``commit``, atomically.
+
+    An existing record must already hold exactly these bytes; otherwise
+    ``record_conflict`` and the file is left as it is.
+    """
+    from governance.output import write_atomic
+
+    if repo.workdir is None:
+        raise UsageError(
+            "--record writes into the working tree; this repository has none (bare)",
+            code="no_working_tree",
+        )
+    root = Path(repo.workdir)
+    relative = record_path(packet_path, commit)
+    target = _folder(root, posixpath.dirname(relative)) / posixpath.basename(relative)
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        write_atomic(os.fspath(target), data)
+        return RecordWrite(relative, WRITTEN)
+    if not stat.S_ISREG(st.st_mode):
+        raise RecordConflict(
+            f"{relative}: exists and is not a regular file; records are never written through it",
+            path=relative,
+        )
+    existing = target.read_bytes()
+    if existing != data:
+        raise RecordConflict(
+            f"{relative}: a different record already exists for commit {commit[:COMMIT_PREFIX]} "
+            f"(sha256 {sha256_hex(existing)[:12]}, this build {sha256_hex(data)[:12]}); it is "
+            "never overwritten: run `capsule replay` on it to see which fields differ",
+            path=relative,
+            existing_sha256=sha256_hex(existing),
+            built_sha256=sha256_hex(data),
+        )
+    return RecordWrite(relative, UNCHANGED)

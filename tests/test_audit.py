@@ -1,0 +1,424 @@
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitrepo import ROADMAP, Repo
+from governance import audit as audit_module
+from history import (
+    P2,
+    History,
+    audit,
+    forge,
+    forge_target,
+    forge_whole_read,
+    git,
+    make_history,
+    record,
+)
+
+
+@pytest.fixture
+def history(cli, repo: Repo) -> History:
+    return make_history(cli, repo)
+
+
+def results(report: dict) -> dict[str, dict]:
+    return {row["path"]: row for row in report["results"]}
+
+
+def test_every_record_in_history_replays(cli, history: History) -> None:
+    code, report = audit(cli, history.repo)
+    assert code == 0
+    assert report["ok"] is True
+    assert report["counts"] == {
+        "commits": 8, "records": 5, "blobs": 5, "identical": 5, "drift": 0, "error": 0,
+    }  # fmt: skip
+    rows = results(report)
+    assert sorted(rows) == sorted(history.records)
+    assert {row["result"] for row in rows.values()} == {"identical"}
+    declared = {path: row["commit"] for path, row in rows.items()}
+    assert sorted(set(declared.values())) == sorted({history.c1, history.c3, history.c4})
+    # Each version is reported with the commit that added it, a child of its build commit.
+    for row in rows.values():
+        assert git(history.repo.path, "rev-parse", f"{row['introduced']}^") == row["commit"]
+
+
+def test_records_span_the_policy_change(cli, history: History) -> None:
+    rows = results(audit(cli, history.repo)[1])
+    targets = {}
+    for path, row in rows.items():
+        blob = git(history.repo.path, "cat-file", "blob", row["blob"])
+        targets[row["commit"]] = json.loads(blob)["policy"]["target_tokens"]
+        assert path.endswith(f"{row['commit'][:12]}.json")
+    assert targets == {history.c1: 12000, history.c3: 11000, history.c4: 11000}
+
+
+def test_text_table(cli, history: History) -> None:
+    result = cli(["audit"], cwd=history.repo.path)
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert lines[0].split() == ["RESULT", "PATH", "INTRODUCED", "BUILT", "AT", "DETAIL"]
+    assert len(lines) == 6
+    assert all(line.startswith("identical  packets/P-") for line in lines[1:])
+    assert "5 record versions (5 distinct blobs) in 8 commits of HEAD" in result.err
+    assert "5 identical, 0 drift, 0 error" in result.err
+
+
+def test_hand_edited_record_is_drift_with_the_field(cli, history: History) -> None:
+    repo = history.repo
+    edited = history.records[1]
+    path = repo.path / edited
+    # Same length as "Some notes.": the budget numbers stay, only the excerpt differs.
+    path.write_bytes(forge_whole_read(path.read_bytes(), 1, "# Notes\n\nSome nodes.\n"))
+    repo.commit("hand edit a record")
+    code, report = audit(cli, repo)
+    assert code == 1
+    assert report["ok"] is False
+    assert report["counts"]["drift"] == 1
+    assert report["counts"]["identical"] == 5  # the original version is still history
+    drifted = [row for row in report["results"] if row["result"] == "drift"]
+    assert [row["path"] for row in drifted] == [edited]
+    assert drifted[0]["introduced"] == repo.head()
+    assert [d["path"] for d in drifted[0]["differences"]] == [
+        "reads[1].blob", "reads[1].selected_sha256", "reads[1].source_sha256", "reads[1].text",
+    ]  # fmt: skip
+    text = cli(["audit"], cwd=repo.path)
+    assert text.code == 1
+    drift_line = next(line for line in text.out.splitlines() if line.startswith("drift"))
+    assert drift_line.endswith(
+        "differs in reads[1].blob, reads[1].selected_sha256, reads[1].source_sha256, reads[1].text"
+    )
+
+
+def test_corrupt_record_is_an_error_row(cli, history: History) -> None:
+    repo = history.repo
+    path = repo.path / history.records[0]
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    repo.commit("break a record's bytes")
+    code, report = audit(cli, repo)
+    assert code == 1
+    (row,) = (r for r in report["results"] if r["result"] == "error")
+    assert row["code"] == "non_canonical"
+    assert row["commit"] is None
+    result = cli(["audit"], cwd=repo.path)
+    assert any(
+        line.startswith("error") and "non_canonical: " in line for line in result.out.splitlines()
+    )
+
+
+def test_unreachable_declared_commit(cli, repo: Repo, tmp_path) -> None:
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("docs/notes.md", "# Notes\n\nSide.\n")
+    side = repo.commit("side")
+    data = (repo.path / record(cli, repo)).read_bytes()
+    repo.git("checkout", "-q", "-f", "main")
+    repo.git("clean", "-q", "-fd")
+    repo.git("branch", "-q", "-D", "side")
+    path = f"packets/P-1/capsules/{side[:12]}.json"
+    repo.write(path, data)
+    repo.commit("the record without its commit")
+    # Here the commit object survives (unreachable), so the replay itself works, but
+    # the record's own history does not hold it.
+    code, report = audit(cli, repo)
+    assert code == 1
+    (row,) = report["results"]
+    assert (row["result"], row["code"], row["commit"]) == ("error", "commit_unreachable", side)
+    # A fresh clone does not have it at all.
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--no-local", str(repo.path), str(clone))
+    code, report = audit(cli, clone)
+    assert code == 1
+    (row,) = report["results"]
+    assert (row["result"], row["code"]) == ("error", "commit_missing")
+
+
+def test_shallow_clone_reports_commit_missing_as_shallow(cli, history: History, tmp_path) -> None:
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{history.repo.path}", str(clone))
+    code, report = audit(cli, clone)
+    assert code == 1
+    assert report["counts"]["commits"] == 1
+    assert report["counts"]["records"] == 5
+    assert {row["code"] for row in report["results"]} == {"commit_missing"}
+    assert all("shallow" in row["message"] for row in report["results"])
+
+
+def test_range_audits_what_the_range_adds(cli, history: History) -> None:
+    code, report = audit(cli, history.repo, f"{history.c3[:10]}..HEAD")
+    assert code == 0
+    assert sorted(results(report)) == sorted(history.records[2:])
+    assert report["range"]["hidden"] == history.c3
+    assert audit(cli, history.repo, f"{history.c1}")[1]["counts"]["records"] == 0
+    assert audit(cli, history.repo, "HEAD..HEAD")[1]["counts"]["commits"] == 0
+
+
+@pytest.mark.parametrize("spec", ["main", "HEAD~2..HEAD", "a..", "..HEAD", "HEAD...HEAD", "zz"])
+def test_range_refuses_names_and_expressions(cli, repo: Repo, spec: str) -> None:
+    result = cli(["audit", spec, "--json"], cwd=repo.path)
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] in ("invalid_revision", "invalid_range")
+
+
+def test_shards_cover_every_record_exactly_once(cli, history: History) -> None:
+    full = audit(cli, history.repo)[1]["results"]
+    for count in (1, 2, 3, 5, 7):
+        seen: list[str] = []
+        for index in range(1, count + 1):
+            code, report = audit(cli, history.repo, "--shard", f"{index}/{count}")
+            assert code == 0
+            assert report["shard"] == {"index": index, "count": count, "blobs_in_range": 5}
+            seen += [row["blob"] for row in report["results"]]
+        assert sorted(seen) == sorted(row["blob"] for row in full), count
+
+
+def test_shard_partition_is_exact_for_any_total() -> None:
+    for total in range(0, 40):
+        items = [audit_module.Item(f"{n:040x}", True, ()) for n in range(total)]
+        for count in range(1, 9):
+            parts = [audit_module.shard(items, index, count) for index in range(1, count + 1)]
+            assert [item for part in parts for item in part] == items
+            assert max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+@pytest.mark.parametrize("shard", ["0/2", "3/2", "1/0", "2", "a/b", "-1/2"])
+def test_bad_shard(cli, repo: Repo, shard: str) -> None:
+    result = cli(["audit", "--shard", shard, "--json"], cwd=repo.path)
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "usage"
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+def test_bad_jobs(cli, repo: Repo, jobs: str) -> None:
+    assert cli(["audit", "--jobs", jobs], cwd=repo.path).code == 2
+
+
+def test_two_jobs_give_the_same_results_as_one(cli, history: History) -> None:
+    repo = history.repo
+    path = repo.path / history.records[3]
+    path.write_bytes(forge_target(path.read_bytes()))
+    repo.write("packets/P-2/capsules/not-a-capsule.json", "{}\n")
+    repo.commit("one drift, one error")
+    one = audit(cli, repo, "--jobs", "1")
+    two = audit(cli, repo, "--jobs", "2")
+    assert one[0] == two[0] == 1
+    assert one[1]["results"] == two[1]["results"]
+    assert one[1]["counts"] == two[1]["counts"]
+    assert one[1]["counts"]["drift"] == 1
+    assert one[1]["counts"]["error"] == 1
+    assert two[1]["jobs"] == 2
+
+
+def test_each_distinct_blob_is_replayed_once(cli, history: History) -> None:
+    repo = history.repo
+    # The same bytes at a second path: a second row, not a second replay.
+    copy = "packets/P-1/capsules/copy.json"
+    repo.write(copy, (repo.path / history.records[0]).read_bytes())
+    repo.commit("copy a record")
+    code, report = audit(cli, repo)
+    assert code == 0
+    assert report["counts"]["records"] == 6
+    assert report["counts"]["blobs"] == 5
+    rows = results(report)
+    assert rows[copy]["blob"] == rows[history.records[0]]["blob"]
+    assert rows[copy]["introduced"] == repo.head()
+
+
+def test_deleted_and_readded_record_keeps_its_first_introduction(cli, history: History) -> None:
+    repo = history.repo
+    first = results(audit(cli, repo)[1])[history.records[0]]["introduced"]
+    data = (repo.path / history.records[0]).read_bytes()
+    (repo.path / history.records[0]).unlink()
+    repo.commit("drop a record")
+    repo.write(history.records[0], data)
+    repo.commit("bring it back")
+    report = audit(cli, repo)[1]
+    assert report["counts"]["records"] == 5
+    assert results(report)[history.records[0]]["introduced"] == first
+
+
+def test_merge_does_not_reintroduce_branch_records(cli, history: History) -> None:
+    repo = history.repo
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("docs/roadmap.md", ROADMAP)
+    repo.commit("restore the roadmap on a branch")
+    side_record = record(cli, repo, P2)
+    side = repo.commit("record on the branch")
+    repo.git("checkout", "-q", "main")
+    repo.write("docs/other.md", "unrelated\n")
+    repo.commit("main moves on")
+    repo.git("merge", "-q", "--no-edit", "side")
+    report = audit(cli, repo)[1]
+    assert report["counts"]["records"] == 6
+    assert results(report)[side_record]["introduced"] == side
+
+
+def test_paths_globs(cli, history: History) -> None:
+    repo = history.repo
+    repo.write("evidence/2026/p1.json", (repo.path / history.records[0]).read_bytes())
+    repo.commit("evidence elsewhere")
+    assert audit(cli, repo, "--paths", "evidence/**/*.json")[1]["counts"]["records"] == 1
+    assert audit(cli, repo, "--paths", "packets/P-2/capsules/*.json")[1]["counts"]["records"] == 2
+    both = audit(cli, repo, "--paths", "evidence/*/*.json", "packets/*/capsules/*.json")[1]
+    assert both["counts"]["records"] == 6
+    assert both["paths"] == ["evidence/*/*.json", "packets/*/capsules/*.json"]
+    assert audit(cli, repo, "--paths", "**/*.json")[1]["counts"]["records"] == 6
+
+
+@pytest.mark.parametrize("glob", ["/abs/*.json", "a//b", "../x", "a/**", "a/x**/b", ""])
+def test_bad_globs(cli, repo: Repo, glob: str) -> None:
+    result = cli(["audit", "--json", "--paths", glob], cwd=repo.path)
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "invalid_glob"
+
+
+def test_symlinked_record_is_an_error_row(cli, repo: Repo) -> None:
+    os.makedirs(repo.path / "packets/P-1/capsules")
+    os.symlink("../packet.yml", repo.path / "packets/P-1/capsules/link.json")
+    repo.commit("a link where a record belongs")
+    code, report = audit(cli, repo)
+    assert code == 1
+    (row,) = report["results"]
+    assert (row["result"], row["code"]) == ("error", "record_not_file")
+
+
+def test_no_records_is_success(cli, repo: Repo) -> None:
+    code, report = audit(cli, repo)
+    assert code == 0
+    assert report["counts"]["records"] == 0
+
+
+def test_progress_is_quiet_when_stderr_is_not_a_terminal(cli, history: History) -> None:
+    result = cli(["audit"], cwd=history.repo.path)
+    assert "replays" not in result.err
+    assert "\r" not in result.err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_on_a_terminal() -> None:
+    now = [100.0]
+    stream = _Terminal()
+    progress = audit_module.Progress(200, stream, clock=lambda: now[0])
+    now[0] += 10
+    progress.update(50)
+    assert stream.getvalue().endswith("audit: 50/200 replays  5.0/s  ETA 0:30")
+    now[0] += 0.01
+    progress.update(51)  # too soon: not redrawn
+    assert "51/200" not in stream.getvalue()
+    now[0] += 30
+    progress.update(200)
+    progress.finish()
+    assert stream.getvalue().endswith("audit: 200/200 replays  5.0/s  done\n")
+
+
+def test_progress_is_silent_off_a_terminal() -> None:
+    stream = io.StringIO()
+    progress = audit_module.Progress(10, stream)
+    progress.update(5)
+    progress.finish()
+    assert stream.getvalue() == ""
+
+
+def test_progress_reaches_a_real_terminal(history: History) -> None:
+    script = Path(sys.executable).with_name("capsule")
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [str(script), "audit"],
+            cwd=history.repo.path,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the other side is closed
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    assert done.returncode == 0
+    assert b"audit: 5/5 replays" in seen
+    assert b"done" in seen
+    assert b"replays" not in done.stdout
+
+
+def test_partial_clone_without_the_record_blobs(cli, history: History, tmp_path) -> None:
+    history.repo.git("config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "blobless"
+    url = f"file://{history.repo.path}"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", "--no-checkout", url, str(clone))
+    code, report = audit(cli, clone)
+    assert code == 1
+    assert report["counts"]["records"] == 5
+    assert {row["code"] for row in report["results"]} == {"record_unreadable"}
+
+
+def test_audit_agrees_with_replay_on_every_record(cli, history: History, tmp_path) -> None:
+    """Audit skips the pre-checks of a record that rebuilds byte for byte; every
+    other record takes replay's own path. Either way each result is the one
+    `capsule replay` gives for that file."""
+    repo = history.repo
+    blobs = [(repo.path / path).read_bytes() for path in history.records]
+    before = git(repo.path, "rev-parse", f"{history.c1}^")
+    text = json.dumps(json.loads(blobs[0]), sort_keys=True, separators=(",", ":"))
+    naive = json.loads(blobs[1])
+    naive["reads"][0]["text"] += "x"
+    variants = {
+        "drift.json": forge_target(blobs[0]),
+        "non-canonical.json": text.encode() + b"\n",
+        "corrupt.json": json.dumps(
+            naive, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+        + b"\n",
+        "schema.json": forge(blobs[2], lambda d: d.update(schema="capsule/2")),
+        # P-2 claiming the commit before P-2 existed: the rebuild fails closed.
+        "elsewhere.json": forge(blobs[4], lambda d: d.update(commit=before)),
+        "not-json.json": b"[1, 2\n",
+    }
+    for name, data in variants.items():
+        repo.write(f"packets/P-1/capsules/{name}", data)
+    repo.commit("every kind of bad record")
+    code, report = audit(cli, repo)
+    assert code == 1
+    seen = set()
+    for row in report["results"]:
+        target = tmp_path / f"{row['blob']}.json"
+        exact = ["git", "cat-file", "blob", row["blob"]]
+        target.write_bytes(
+            subprocess.run(exact, cwd=repo.path, capture_output=True, check=True).stdout
+        )
+        result = cli(["replay", str(target), "--json"], cwd=repo.path)
+        replayed = json.loads(result.out)
+        if row["result"] == "identical":
+            assert result.code == 0, row
+        elif row["result"] == "drift":
+            assert result.code == 1, row
+            assert replayed["differences"] == row["differences"]
+        else:
+            assert result.code in (2, 3, 4), row
+            assert replayed["error"]["code"] == row["code"], row
+        seen.add(row["result"] if row["result"] != "error" else row["code"])
+    assert seen == {
+        "identical", "drift", "non_canonical", "capsule_corrupt", "unsupported_schema",
+        "capsule_malformed", "source_missing",
+    }, seen  # fmt: skip
