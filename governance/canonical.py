@@ -33,7 +33,7 @@ def dumps(value: Any) -> bytes:
     return text.encode("utf-8") + b"\n"
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
@@ -46,7 +46,7 @@ def _no_float(text: str) -> Any:
     raise ValueError(f"floats are not allowed in canonical JSON ({text})")
 
 
-def _no_constant(text: str) -> Any:
+def no_constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
@@ -80,9 +80,9 @@ def loads(data: bytes, *, what: str = "capsule") -> Any:
     try:
         value = json.loads(
             text,
-            object_pairs_hook=_no_duplicates,
+            object_pairs_hook=no_duplicate_keys,
             parse_float=_no_float,
-            parse_constant=_no_constant,
+            parse_constant=no_constant,
         )
     except ValueError as exc:
         raise MalformedInput(f"{what} is not valid JSON: {exc}", code=code) from None

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from governance.canonical import has_surrogate
+from governance.canonical import has_surrogate, no_constant, no_duplicate_keys
 from governance.continuation import prompt
 from governance.errors import MalformedInput
 from governance.hashing import sha256_hex
@@ -199,19 +199,6 @@ def _listing(items: Sequence[str]) -> str:
     return shown
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse_result(data: bytes) -> dict[str, Any]:
     """Exactly one JSON object, strictly: a duplicate key could make two
     readers see two different results. Numbers are left to the schema. The
@@ -222,7 +209,7 @@ def parse_result(data: bytes) -> dict[str, Any]:
         raise ValueError("the output is empty" if not data else "the output is only whitespace")
     try:
         text = data.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        value = json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=no_constant)
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8: {exc}") from None
     except ValueError as exc:
