@@ -9,15 +9,15 @@ is in the repository, and (5) rebuilding it there gives the same bytes.
 
 from __future__ import annotations
 
+import posixpath
+
 import pygit2
 
-from governance.capsule import PACKETS_DIR
+from governance.capsule import PACKET_FILE, PACKETS_DIR
 from governance.check import Failure
 from governance.errors import EXIT_DRIFT, CapsuleError
+from governance.records import RECORDS_FOLDER, record_path
 from governance.snapshot import Snapshot
-
-RECORDS_DIR = "capsules"
-COMMIT_PREFIX = 12
 
 
 def is_record_path(path: str) -> bool:
@@ -25,13 +25,13 @@ def is_record_path(path: str) -> bool:
     return (
         len(parts) == 4
         and parts[0] == PACKETS_DIR
-        and parts[2] == RECORDS_DIR
+        and parts[2] == RECORDS_FOLDER
         and parts[3].endswith(".json")
     )
 
 
 def expected_path(packet_id: str, commit: str) -> str:
-    return f"{PACKETS_DIR}/{packet_id}/{RECORDS_DIR}/{commit[:COMMIT_PREFIX]}.json"
+    return record_path(posixpath.join(PACKETS_DIR, packet_id, PACKET_FILE), commit)
 
 
 # What to do about a record's failure. A record is evidence: it is never
