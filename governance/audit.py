@@ -26,6 +26,7 @@ from governance.cache import BlobCache
 from governance.capsule import SCHEMA_V1
 from governance.errors import CapsuleError, UsageError
 from governance.globs import PathGlobs, State
+from governance.record_check import expected_path
 from governance.replay import Difference
 from governance.snapshot import MODE_EXEC, MODE_FILE, MODE_TREE, Snapshot, resolve_commit
 
@@ -213,6 +214,7 @@ class Outcome:
     result: str
     declared: str | None = None
     code: str | None = None
+    packet_id: str | None = None  # once the record passed its pre-checks
     message: str = ""
     differences: tuple[Difference, ...] = ()
     unreachable: tuple[str, ...] = ()  # introducing commits the declared commit is not under
@@ -270,10 +272,15 @@ class Replayer:
             )
         assert isinstance(blob, pygit2.Blob)
         data = blob.data
-        declared = self._rebuilds_identically(data)
-        if declared is not None:
+        shortcut = self._rebuilds_identically(data)
+        if shortcut is not None:
+            declared, packet_id = shortcut
             return Outcome(
-                item.blob_id, IDENTICAL, declared, unreachable=self._unreachable(item, declared)
+                item.blob_id,
+                IDENTICAL,
+                declared,
+                packet_id=packet_id,
+                unreachable=self._unreachable(item, declared),
             )
         # Anything else takes exactly the path of `capsule replay`: the pre-checks
         # first (their verdict comes before any other), then the replay.
@@ -281,32 +288,35 @@ class Replayer:
             capsule = read_capsule(data)
         except CapsuleError as exc:
             return Outcome(item.blob_id, ERROR, code=exc.code, message=exc.message)
-        declared = capsule.commit
+        declared, packet_id = capsule.commit, str(capsule.document["id"])
         try:
             declared_commit(self.repo, declared)
         except CapsuleError as exc:
-            return Outcome(item.blob_id, ERROR, declared, exc.code, exc.message)
+            return Outcome(item.blob_id, ERROR, declared, exc.code, packet_id, exc.message)
         try:
             replayed = replay_capsule(self.repo, capsule, cache=self.cache)
         except CapsuleError as exc:
             failed = rebuild_failed(exc, declared)
-            return Outcome(item.blob_id, ERROR, declared, failed.code, failed.message)
+            return Outcome(item.blob_id, ERROR, declared, failed.code, packet_id, failed.message)
         unreachable = self._unreachable(item, declared)
         if replayed.identical:
-            return Outcome(item.blob_id, IDENTICAL, declared, unreachable=unreachable)
+            return Outcome(
+                item.blob_id, IDENTICAL, declared, packet_id=packet_id, unreachable=unreachable
+            )
         return Outcome(
             item.blob_id,
             DRIFT,
             declared,
             code="replay_differs",
+            packet_id=packet_id,
             message=", ".join(d.path for d in replayed.differences),
             differences=replayed.differences,
             unreachable=unreachable,
         )
 
-    def _rebuilds_identically(self, data: bytes) -> str | None:
-        """The declared commit when ``data`` is byte for byte what the trusted
-        capsule/1 builder makes from that commit; None otherwise.
+    def _rebuilds_identically(self, data: bytes) -> tuple[str, str] | None:
+        """The declared commit and the packet id when ``data`` is byte for byte
+        what the trusted capsule/1 builder makes from that commit; None otherwise.
 
         Such a record passes every pre-check by construction (the builder only
         emits capsules the reader accepts, and these are its bytes), so for it
@@ -334,7 +344,7 @@ class Replayer:
             built = build_capsule(snapshot, packet["path"])
         except CapsuleError:
             return None
-        return commit if built.data == data else None
+        return (commit, built.packet.id) if built.data == data else None
 
     def _unreachable(self, item: Item, declared: str) -> tuple[str, ...]:
         # The declared commit must be in the record's own history: a record whose
@@ -435,11 +445,32 @@ class Row:
         }
 
 
+def _misplaced(version: Version, outcome: Outcome) -> str | None:
+    """Why ``version`` is not at its record's path; None when it is, or when its
+    id and commit are not known (the record failed its pre-checks)."""
+    if outcome.packet_id is None or outcome.declared is None:
+        return None
+    expected = expected_path(outcome.packet_id, outcome.declared)
+    if version.path == expected:
+        return None
+    return (
+        f"a record of {outcome.packet_id} built at {outcome.declared[:12]} belongs at "
+        f"{expected}, not at this path"
+    )
+
+
 def rows(
     versions: Sequence[Version], items: Sequence[Item], outcomes: Sequence[Outcome]
 ) -> list[Row]:
     """The table, in the order versions were found; versions whose item is not
-    among ``items`` (another shard's) are left out."""
+    among ``items`` (another shard's) are left out.
+
+    Two checks belong to a version, not to its blob, so they are made here, in
+    the records hook's order: a record that passed its pre-checks must sit at
+    the path its own id and commit give (``record_misplaced``: a copy or a
+    rename is not evidence where it is), then its declared commit must be in
+    the history of the commit that introduced it (``commit_unreachable``).
+    """
     by_item = {
         (item.blob_id, item.regular): outcome for item, outcome in zip(items, outcomes, strict=True)
     }
@@ -449,7 +480,11 @@ def rows(
         if outcome is None:
             continue
         result, code, message = outcome.result, outcome.code, outcome.message
-        if result == IDENTICAL and version.introduced in outcome.unreachable:
+        differences = outcome.differences
+        misplaced = _misplaced(version, outcome)
+        if misplaced is not None:
+            result, code, message, differences = ERROR, "record_misplaced", misplaced, ()
+        elif result == IDENTICAL and version.introduced in outcome.unreachable:
             result, code = ERROR, "commit_unreachable"
             message = (
                 f"declared commit {outcome.declared} is not in the history of "
@@ -464,7 +499,7 @@ def rows(
                 result,
                 code,
                 message,
-                outcome.differences,
+                differences,
             )
         )
     return out

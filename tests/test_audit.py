@@ -216,19 +216,50 @@ def test_two_jobs_give_the_same_results_as_one(cli, history: History) -> None:
     assert two[1]["jobs"] == 2
 
 
-def test_each_distinct_blob_is_replayed_once(cli, history: History) -> None:
+def test_a_copy_is_replayed_once_and_is_misplaced(cli, history: History) -> None:
     repo = history.repo
-    # The same bytes at a second path: a second row, not a second replay.
+    # The same bytes at a second path: a second row, not a second replay. The copy
+    # is not at the path its own id and commit give, so it is not evidence there.
     copy = "packets/P-1/capsules/copy.json"
     repo.write(copy, (repo.path / history.records[0]).read_bytes())
     repo.commit("copy a record")
     code, report = audit(cli, repo)
-    assert code == 0
+    assert code == 1
     assert report["counts"]["records"] == 6
     assert report["counts"]["blobs"] == 5
+    assert (report["counts"]["identical"], report["counts"]["error"]) == (5, 1)
     rows = results(report)
     assert rows[copy]["blob"] == rows[history.records[0]]["blob"]
     assert rows[copy]["introduced"] == repo.head()
+    assert (rows[copy]["result"], rows[copy]["code"]) == ("error", "record_misplaced")
+    assert history.records[0] in rows[copy]["message"]
+    assert rows[history.records[0]]["result"] == "identical"
+
+
+def test_renamed_record_is_misplaced(cli, history: History) -> None:
+    repo = history.repo
+    # P-2's record moved into P-1's folder, and one of P-1's renamed: each replays
+    # byte for byte, but neither sits where its own id and commit say.
+    moved = "packets/P-1/capsules/" + history.records[4].rsplit("/", 1)[1]
+    renamed = "packets/P-1/capsules/latest.json"
+    os.rename(repo.path / history.records[4], repo.path / moved)
+    os.rename(repo.path / history.records[0], repo.path / renamed)
+    repo.commit("move records around")
+    code, report = audit(cli, repo)
+    assert code == 1
+    rows = results(report)
+    for path, original in ((moved, history.records[4]), (renamed, history.records[0])):
+        assert (rows[path]["result"], rows[path]["code"]) == ("error", "record_misplaced"), path
+        assert original in rows[path]["message"]
+        assert rows[path]["differences"] == []
+    # A record found through --paths away from its folder is misplaced too.
+    repo.write("evidence/p1.json", (repo.path / history.records[3]).read_bytes())
+    repo.commit("evidence elsewhere")
+    (row,) = audit(cli, repo, "--paths", "evidence/*.json")[1]["results"]
+    assert (row["result"], row["code"]) == ("error", "record_misplaced")
+    text = cli(["audit", "--paths", "evidence/*.json"], cwd=repo.path)
+    assert text.code == 1
+    assert "record_misplaced: " in text.out
 
 
 def test_deleted_and_readded_record_keeps_its_first_introduction(cli, history: History) -> None:
@@ -383,8 +414,10 @@ def test_audit_agrees_with_replay_on_every_record(cli, history: History, tmp_pat
     text = json.dumps(json.loads(blobs[0]), sort_keys=True, separators=(",", ":"))
     naive = json.loads(blobs[1])
     naive["reads"][0]["text"] += "x"
+    # Those that pass the pre-checks sit where their id and commit say (audit's
+    # record_misplaced is a check of the path, which replay does not know).
     variants = {
-        "drift.json": forge_target(blobs[0]),
+        history.records[0]: forge_target(blobs[0]),
         "non-canonical.json": text.encode() + b"\n",
         "corrupt.json": json.dumps(
             naive, sort_keys=True, separators=(",", ":"), ensure_ascii=False
@@ -392,11 +425,13 @@ def test_audit_agrees_with_replay_on_every_record(cli, history: History, tmp_pat
         + b"\n",
         "schema.json": forge(blobs[2], lambda d: d.update(schema="capsule/2")),
         # P-2 claiming the commit before P-2 existed: the rebuild fails closed.
-        "elsewhere.json": forge(blobs[4], lambda d: d.update(commit=before)),
+        f"packets/P-2/capsules/{before[:12]}.json": forge(
+            blobs[4], lambda d: d.update(commit=before)
+        ),
         "not-json.json": b"[1, 2\n",
     }
     for name, data in variants.items():
-        repo.write(f"packets/P-1/capsules/{name}", data)
+        repo.write(name if "/" in name else f"packets/P-1/capsules/{name}", data)
     repo.commit("every kind of bad record")
     code, report = audit(cli, repo)
     assert code == 1

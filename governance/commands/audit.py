@@ -25,7 +25,7 @@ sharding a CI matrix:
 exit codes:
   0  every record replays byte for byte at its declared commit (or none found)
   1  at least one record drifted or could not be replayed (its error code is in
-     the table: commit_missing, commit_unreachable, non_canonical, ...)
+     the table: commit_missing, commit_unreachable, record_misplaced, ...)
   2  bad usage (range, --paths, --jobs, --shard) or not a repository
 
 errors carry a stable code; with --json they are printed on stdout as
@@ -61,8 +61,9 @@ def register(sub: Any) -> None:
             "its declared commit, as `capsule replay` does: git objects only, no checkout, no "
             "filters, no hooks, nothing from the repository run. Prints a table on stdout: "
             "result, path, the commit that introduced that version, its declared build "
-            "commit, and the differing fields or the error. A record's declared commit must "
-            "also be in the history of the commit that introduced it (commit_unreachable "
+            "commit, and the differing fields or the error. A record must sit at the path its "
+            "own id and commit give (record_misplaced otherwise), and its declared commit "
+            "must be in the history of the commit that introduced it (commit_unreachable "
             "otherwise). Progress goes to stderr when it is a terminal."
         ),
         epilog=EPILOG,
