@@ -250,6 +250,15 @@ class Replayer:
         self.cache = cache if cache is not None else BlobCache()
 
     def replay(self, item: Item) -> Outcome:
+        """The outcome of one record blob. Whatever git says while replaying it (a
+        corrupt object, an id this repository cannot hold) is an error of that
+        record, ``git_error``, never the end of the audit."""
+        try:
+            return self._replay(item)
+        except pygit2.GitError as exc:
+            return Outcome(item.blob_id, ERROR, code="git_error", message=f"git: {exc}")
+
+    def _replay(self, item: Item) -> Outcome:
         from governance.reader import read_capsule
         from governance.replay import declared_commit, rebuild_failed, replay_capsule
 
@@ -324,6 +333,7 @@ class Replayer:
         Only the two fields the rebuild needs are read first, and checked.
         """
         from governance.builder import build_capsule
+        from governance.replay import declared_commit
 
         try:
             document = canonical.loads(data)
@@ -336,8 +346,11 @@ class Replayer:
             return None
         if not (isinstance(packet, dict) and isinstance(packet.get("path"), str)):
             return None
-        found = self.repo.get(commit)
-        if not isinstance(found, pygit2.Commit):
+        try:
+            # Replay's own lookup: an id this repository's object format cannot hold
+            # (64 hex in a SHA-1 repository) is a missing commit too.
+            found = declared_commit(self.repo, commit)
+        except CapsuleError:
             return None
         snapshot = Snapshot(repo=self.repo, tree=found.tree, commit_id=commit, cache=self.cache)
         try:

@@ -262,6 +262,54 @@ def test_renamed_record_is_misplaced(cli, history: History) -> None:
     assert "record_misplaced: " in text.out
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sha256_commit_in_a_sha1_repository_is_an_error_row(
+    cli, history: History, jobs: str
+) -> None:
+    repo = history.repo
+    # A well-formed capsule naming a 64-hex commit: no SHA-1 repository can hold it,
+    # and pygit2 refuses the lookup outright (InvalidError) instead of not finding it.
+    sha256 = "ab" * 32
+    path = f"packets/P-1/capsules/{sha256[:12]}.json"
+    blob = (repo.path / history.records[3]).read_bytes()
+    repo.write(path, forge(blob, lambda d: d.update(commit=sha256)))
+    repo.commit("a record from a SHA-256 repository")
+    code, report = audit(cli, repo, "--jobs", jobs)
+    assert code == 1
+    assert report["counts"] == {
+        "commits": 9, "records": 6, "blobs": 6, "identical": 5, "drift": 0, "error": 1,
+    }  # fmt: skip
+    row = results(report)[path]
+    assert (row["result"], row["code"], row["commit"]) == ("error", "commit_missing", sha256)
+
+
+def _corrupt_loose_object(repo: Repo, blob_id: str) -> None:
+    loose = Path(git(repo.path, "rev-parse", "--git-path", f"objects/{blob_id[:2]}/{blob_id[2:]}"))
+    loose = loose if loose.is_absolute() else repo.path / loose
+    data = loose.read_bytes()
+    loose.chmod(0o644)
+    loose.write_bytes(data[:-4] + bytes(b ^ 0xFF for b in data[-4:]))  # the zlib checksum
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_git_error_in_one_replay_is_that_records_error_row(
+    cli, history: History, jobs: str
+) -> None:
+    repo = history.repo
+    # The notes as edited at c4, read by both records built there, are corrupt in the
+    # object database: those two records cannot be replayed, every other one can.
+    _corrupt_loose_object(repo, git(repo.path, "rev-parse", f"{history.c4}:docs/notes.md"))
+    code, report = audit(cli, repo, "--jobs", jobs)
+    assert code == 1
+    rows = results(report)
+    errors = {path for path, row in rows.items() if row["result"] == "error"}
+    assert errors == set(history.records[3:])
+    for path in errors:
+        assert rows[path]["code"] == "git_error"
+        assert rows[path]["message"].startswith("git: ")
+    assert report["counts"]["identical"] == 3
+
+
 def test_deleted_and_readded_record_keeps_its_first_introduction(cli, history: History) -> None:
     repo = history.repo
     first = results(audit(cli, repo)[1])[history.records[0]]["introduced"]
