@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from typing import Any
@@ -40,8 +41,34 @@ def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
         raise
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown(text: str) -> str:
+    """``text`` as any output can carry it: a byte that is not UTF-8 in a path or
+    an argument (which Python holds as a lone surrogate) becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _shown_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {shown(key): _shown_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shown_json(item) for item in value]
+    return value
+
+
 def print_json(value: Any) -> None:
-    sys.stdout.buffer.write(canonical.dumps(value))
+    """``value`` as canonical JSON on stdout. Every string in it (a path from
+    history, a --paths pattern, a message quoting one) is shown with U+FFFD for
+    what is not UTF-8, rather than failing to print at all."""
+    try:
+        data = canonical.dumps(value)
+    except UnicodeEncodeError:
+        data = canonical.dumps(_shown_json(value))
+    sys.stdout.buffer.write(data)
     sys.stdout.flush()
 
 

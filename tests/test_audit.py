@@ -358,6 +358,31 @@ def test_bad_globs(cli, repo: Repo, glob: str) -> None:
     assert json.loads(result.out)["error"]["code"] == "invalid_glob"
 
 
+def test_paths_that_are_not_utf8_are_shown_with_replacement_characters(
+    cli, history: History
+) -> None:
+    repo = history.repo
+    # A file name with the byte 0xff: Python holds it as the lone surrogate U+DCFF.
+    repo.write("packets/P-1/capsules/\udcff.json", (repo.path / history.records[0]).read_bytes())
+    repo.commit("a record under a name that is not UTF-8")
+    code, report = audit(cli, repo)
+    assert code == 1
+    row = results(report)["packets/P-1/capsules/\ufffd.json"]
+    assert (row["result"], row["code"]) == ("error", "record_misplaced")
+    text = cli(["audit"], cwd=repo.path)
+    assert text.code == 1
+    assert "packets/P-1/capsules/\ufffd.json" in text.out
+    # A --paths pattern that is not UTF-8, valid or not.
+    code, report = audit(cli, repo, "--paths", "packets/*/capsules/\udcff*.json")
+    assert code == 1
+    assert report["paths"] == ["packets/*/capsules/\ufffd*.json"]
+    assert report["counts"]["records"] == 1
+    result = cli(["audit", "--json", "--paths", "/\udcff/*.json"], cwd=repo.path)
+    assert result.code == 2
+    error = json.loads(result.out)["error"]
+    assert (error["code"], error["glob"]) == ("invalid_glob", "/\ufffd/*.json")
+
+
 def test_symlinked_record_is_an_error_row(cli, repo: Repo) -> None:
     os.makedirs(repo.path / "packets/P-1/capsules")
     os.symlink("../packet.yml", repo.path / "packets/P-1/capsules/link.json")

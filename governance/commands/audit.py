@@ -161,6 +161,8 @@ def _n(count: int, noun: str) -> str:
 
 
 def _print_table(table: list[Row]) -> None:
+    from governance.output import shown
+
     lines = [("RESULT", "PATH", "INTRODUCED", "BUILT AT", "DETAIL")]
     for row in table:
         if row.result == "drift":
@@ -171,7 +173,7 @@ def _print_table(table: list[Row]) -> None:
         else:
             detail = ""
         declared = row.declared[:12] if row.declared else "-"
-        lines.append((row.result, row.path, row.introduced[:12], declared, detail))
+        lines.append((row.result, shown(row.path), row.introduced[:12], declared, shown(detail)))
     widths = [max(len(line[column]) for line in lines) for column in range(4)]
     for line in lines:
         cells = [cell.ljust(width) for cell, width in zip(line[:4], widths, strict=True)]
