@@ -32,6 +32,16 @@ from governance.snapshot import MODE_EXEC, MODE_FILE, MODE_TREE, Snapshot, resol
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
+# A record larger than this is refused unread, ``record_too_large``. capsule/1
+# counts the whole file against the budget, ceil(bytes / 3) estimated tokens
+# within the hard limit less the reserve: under the default policy (16,000 and
+# 1,500) a record is at most 43,500 bytes. 16 MiB is over 5.5 million estimated
+# tokens, some 385 times that and beyond any context window an agent is given,
+# so no real record comes near it; refusing larger blobs before reading them
+# keeps one record from costing the audit hundreds of MB (a 150 MB blob took
+# 620 MB to parse).
+MAX_RECORD_BYTES = 16 << 20
+
 IDENTICAL = "identical"
 DRIFT = "drift"
 ERROR = "error"
@@ -259,7 +269,7 @@ class Replayer:
             return Outcome(item.blob_id, ERROR, code="git_error", message=f"git: {exc}")
 
     def _replay(self, item: Item) -> Outcome:
-        from governance.reader import read_capsule
+        from governance.reader import read_parsed
         from governance.replay import declared_commit, rebuild_failed, replay_capsule
 
         if not item.regular:
@@ -269,9 +279,11 @@ class Replayer:
                 code="record_not_file",
                 message="the record path is a symbolic link or a submodule, not a file",
             )
+        oid = pygit2.Oid(hex=item.blob_id)
         try:
-            blob = self.repo[item.blob_id]
-        except (KeyError, pygit2.GitError):
+            # The size from the object's header: a huge blob is never inflated.
+            _, size = self.repo.odb.read_header(oid)
+        except KeyError:
             # A partial (blobless) clone: the tree names the record, the blob is not here.
             return Outcome(
                 item.blob_id,
@@ -279,9 +291,27 @@ class Replayer:
                 code="record_unreadable",
                 message="the record's blob is not in this repository (a partial clone?)",
             )
+        if size > MAX_RECORD_BYTES:
+            return Outcome(
+                item.blob_id,
+                ERROR,
+                code="record_too_large",
+                message=(
+                    f"the record is {size:,} bytes; records over {MAX_RECORD_BYTES >> 20} MiB "
+                    "are refused unread (that is over 5.5 million estimated tokens: no capsule "
+                    "given to an agent is that large)"
+                ),
+            )
+        blob = self.repo[oid]
         assert isinstance(blob, pygit2.Blob)
         data = blob.data
-        shortcut = self._rebuilds_identically(data)
+        del blob
+        # Parsed once, here: for the shortcut and, if it does not apply, the pre-checks.
+        try:
+            document = canonical.loads(data, what="capsule")
+        except CapsuleError as exc:
+            return Outcome(item.blob_id, ERROR, code=exc.code, message=exc.message)
+        shortcut = self._rebuilds_identically(data, document)
         if shortcut is not None:
             declared, packet_id = shortcut
             return Outcome(
@@ -294,7 +324,7 @@ class Replayer:
         # Anything else takes exactly the path of `capsule replay`: the pre-checks
         # first (their verdict comes before any other), then the replay.
         try:
-            capsule = read_capsule(data)
+            capsule = read_parsed(data, document)
         except CapsuleError as exc:
             return Outcome(item.blob_id, ERROR, code=exc.code, message=exc.message)
         declared, packet_id = capsule.commit, str(capsule.document["id"])
@@ -323,7 +353,7 @@ class Replayer:
             unreachable=unreachable,
         )
 
-    def _rebuilds_identically(self, data: bytes) -> tuple[str, str] | None:
+    def _rebuilds_identically(self, data: bytes, document: Any) -> tuple[str, str] | None:
         """The declared commit and the packet id when ``data`` is byte for byte
         what the trusted capsule/1 builder makes from that commit; None otherwise.
 
@@ -335,10 +365,6 @@ class Replayer:
         from governance.builder import build_capsule
         from governance.replay import declared_commit
 
-        try:
-            document = canonical.loads(data)
-        except CapsuleError:
-            return None
         if not isinstance(document, dict) or document.get("schema") != SCHEMA_V1:
             return None
         commit, packet = document.get("commit"), document.get("packet")

@@ -215,7 +215,12 @@ READERS: dict[str, Callable[[bytes, dict[str, Any]], CapsuleFile]] = {SCHEMA_V1:
 
 def read_capsule(data: bytes) -> CapsuleFile:
     """Parse, check the schema version, shape, canonical bytes and consistency."""
-    document = canonical.loads(data, what="capsule")
+    return read_parsed(data, canonical.loads(data, what="capsule"))
+
+
+def read_parsed(data: bytes, document: Any) -> CapsuleFile:
+    """``read_capsule`` for ``data`` that ``canonical.loads`` already parsed to
+    ``document`` (audit parses a record once), with the same verdicts."""
     if not isinstance(document, dict):
         raise MalformedInput("capsule is not a JSON object", code="capsule_malformed")
     schema = document.get("schema")

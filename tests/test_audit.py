@@ -383,6 +383,23 @@ def test_paths_that_are_not_utf8_are_shown_with_replacement_characters(
     assert (error["code"], error["glob"]) == ("invalid_glob", "/\ufffd/*.json")
 
 
+def test_oversized_record_is_refused_unread(cli, history: History) -> None:
+    repo = history.repo
+    limit = audit_module.MAX_RECORD_BYTES
+    over, at = "packets/P-1/capsules/over.json", "packets/P-1/capsules/at.json"
+    repo.write(over, b"x" * (limit + 1))
+    repo.write(at, b"x" * limit)
+    repo.commit("two huge files where records live")
+    code, report = audit(cli, repo)
+    assert code == 1
+    rows = results(report)
+    assert (rows[over]["code"], rows[over]["commit"]) == ("record_too_large", None)
+    assert f"{limit + 1:,} bytes" in rows[over]["message"]
+    # At the bound it is read, and fails as any file that is not JSON does.
+    assert rows[at]["code"] == "capsule_malformed"
+    assert report["counts"]["identical"] == 5
+
+
 def test_symlinked_record_is_an_error_row(cli, repo: Repo) -> None:
     os.makedirs(repo.path / "packets/P-1/capsules")
     os.symlink("../packet.yml", repo.path / "packets/P-1/capsules/link.json")
