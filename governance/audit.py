@@ -417,6 +417,12 @@ def _chunks(items: Sequence[Item], jobs: int) -> list[Sequence[Item]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
+def pool_size(jobs: int, items: Sequence[Item]) -> int:
+    """Processes to start for ``jobs``: never more than there are chunks of work
+    (a fork that would get no chunk costs start-up and memory for nothing)."""
+    return max(1, min(jobs, len(_chunks(items, jobs))))
+
+
 def replay_items(
     repo: pygit2.Repository,
     items: Sequence[Item],
@@ -444,7 +450,7 @@ def replay_items(
     results: list[list[Outcome]] = [[] for _ in chunks]
     done = 0
     with ProcessPoolExecutor(
-        max_workers=jobs,
+        max_workers=pool_size(jobs, items),
         mp_context=multiprocessing.get_context(method),
         initializer=_start_worker,
         initargs=(repo.path,),

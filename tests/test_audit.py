@@ -195,9 +195,20 @@ def test_bad_shard(cli, repo: Repo, shard: str) -> None:
     assert json.loads(result.out)["error"]["code"] == "usage"
 
 
-@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+@pytest.mark.parametrize("jobs", ["0", "-1", "two", "257", "100000"])
 def test_bad_jobs(cli, repo: Repo, jobs: str) -> None:
-    assert cli(["audit", "--jobs", jobs], cwd=repo.path).code == 2
+    result = cli(["audit", "--jobs", jobs, "--json"], cwd=repo.path)
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "usage"
+
+
+def test_the_pool_is_no_larger_than_the_work() -> None:
+    # 300 jobs for 14 records started 300 processes; now one per chunk at most.
+    items = [audit_module.Item(f"{n:040x}", True, ()) for n in range(14)]
+    assert audit_module.pool_size(300, items) == 14
+    assert audit_module.pool_size(2, items) == 2
+    assert audit_module.pool_size(256, items * 100) == 256
+    assert audit_module.pool_size(4, items * 100) == 4
 
 
 def test_two_jobs_give_the_same_results_as_one(cli, history: History) -> None:
@@ -208,9 +219,10 @@ def test_two_jobs_give_the_same_results_as_one(cli, history: History) -> None:
     repo.commit("one drift, one error")
     one = audit(cli, repo, "--jobs", "1")
     two = audit(cli, repo, "--jobs", "2")
-    assert one[0] == two[0] == 1
-    assert one[1]["results"] == two[1]["results"]
-    assert one[1]["counts"] == two[1]["counts"]
+    most = audit(cli, repo, "--jobs", "256")  # as many processes as chunks, here 7
+    assert one[0] == two[0] == most[0] == 1
+    assert one[1]["results"] == two[1]["results"] == most[1]["results"]
+    assert one[1]["counts"] == two[1]["counts"] == most[1]["counts"]
     assert one[1]["counts"]["drift"] == 1
     assert one[1]["counts"]["error"] == 1
     assert two[1]["jobs"] == 2

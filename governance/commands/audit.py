@@ -32,13 +32,17 @@ errors carry a stable code; with --json they are printed on stdout as
 {"error": {"code": ..., "message": ...}}."""
 
 
-def _positive(text: str) -> int:
+# Processes of one machine: more than this is a typo, not a machine.
+MAX_JOBS = 256
+
+
+def _jobs(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    if not 1 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to {MAX_JOBS}")
     return value
 
 
@@ -85,9 +89,12 @@ def register(sub: Any) -> None:
         "--jobs",
         "-j",
         metavar="N",
-        type=_positive,
+        type=_jobs,
         default=1,
-        help="replay on N processes of this machine (default 1)",
+        help=(
+            f"replay on up to N processes of this machine (default 1, at most {MAX_JOBS}; "
+            "never more than there are chunks of work)"
+        ),
     )
     parser.add_argument(
         "--shard",
