@@ -24,7 +24,7 @@ import pygit2
 from governance import canonical
 from governance.cache import BlobCache
 from governance.capsule import SCHEMA_V1
-from governance.errors import CapsuleError, UsageError
+from governance.errors import CapsuleError, SourceError, UsageError
 from governance.globs import PathGlobs, State
 from governance.record_check import expected_path
 from governance.replay import Difference
@@ -174,6 +174,37 @@ def _parents(repo: pygit2.Repository, commit: pygit2.Commit) -> list[pygit2.Tree
     return trees
 
 
+def _partial_clone_filter(repo: pygit2.Repository) -> str | None:
+    """The object filter of a partial clone (``tree:0``, ``blob:none``...), ``""``
+    when it is one whose filter is not named, None when it is a full clone."""
+    partial, named = False, ""
+    for entry in repo.config:
+        name = entry.name.lower()
+        if name == "extensions.partialclone":
+            partial = True
+        elif name.startswith("remote.") and name.endswith(".promisor"):
+            partial = partial or str(entry.value).lower() in ("true", "yes", "on", "1")
+        elif name.startswith("remote.") and name.endswith(".partialclonefilter"):
+            named = str(entry.value)
+    return named if partial or named else None
+
+
+def _walk_failed(repo: pygit2.Repository, commit: pygit2.Commit, exc: pygit2.GitError) -> Exception:
+    """What to raise when git fails to read the trees of ``commit``: in a partial
+    clone whose trees were filtered out (``--filter=tree:0``), ``object_missing``,
+    since pygit2 cannot fetch them; anything else is git's own error."""
+    how = _partial_clone_filter(repo)
+    if how is None:
+        return exc
+    return SourceError(
+        f"commit {str(commit.id)[:12]}: {exc}: this is a partial clone"
+        f"{f' (--filter={how})' if how else ''}, whose missing objects pygit2 cannot "
+        "fetch, and the audit walks every tree of the range: clone without --filter",
+        code="object_missing",
+        commit=str(commit.id),
+    )
+
+
 def find_records(repo: pygit2.Repository, where: Range, globs: PathGlobs) -> Found:
     """Every record version the commits of ``where`` introduce, oldest first.
 
@@ -193,11 +224,15 @@ def find_records(repo: pygit2.Repository, where: Range, globs: PathGlobs) -> Fou
         walker.hide(pygit2.Oid(hex=where.hidden))
     for commit in walker:
         found.commits += 1
-        tree = commit.tree
-        parents = _parents(repo, commit)
-        if any(parent is not None and parent.id == tree.id for parent in parents):
-            continue
-        for path, entry in _new_matches(globs, tree, parents, globs.start, ""):
+        try:
+            tree = commit.tree
+            parents = _parents(repo, commit)
+            if any(parent is not None and parent.id == tree.id for parent in parents):
+                continue
+            matches = list(_new_matches(globs, tree, parents, globs.start, ""))
+        except pygit2.GitError as exc:
+            raise _walk_failed(repo, commit, exc) from None
+        for path, entry in matches:
             key = (path, str(entry.id))
             if key in seen:
                 continue

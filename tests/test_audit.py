@@ -506,6 +506,20 @@ def test_partial_clone_without_the_record_blobs(cli, history: History, tmp_path)
     assert {row["code"] for row in report["results"]} == {"record_unreadable"}
 
 
+def test_treeless_clone_is_object_missing(cli, history: History, tmp_path) -> None:
+    history.repo.git("config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "treeless"
+    url = f"file://{history.repo.path}"
+    git(tmp_path, "clone", "-q", "--filter=tree:0", "--no-checkout", url, str(clone))
+    code, report = audit(cli, clone)
+    assert code == 3
+    error = report["error"]
+    assert error["code"] == "object_missing"
+    assert "partial clone" in error["message"]
+    assert "--filter" in error["message"]
+    assert len(error["commit"]) == 40
+
+
 def test_audit_agrees_with_replay_on_every_record(cli, history: History, tmp_path) -> None:
     """Audit skips the pre-checks of a record that rebuilds byte for byte; every
     other record takes replay's own path. Either way each result is the one

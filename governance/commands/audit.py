@@ -27,6 +27,8 @@ exit codes:
   1  at least one record drifted or could not be replayed (its error code is in
      the table: commit_missing, commit_unreachable, record_misplaced, ...)
   2  bad usage (range, --paths, --jobs, --shard) or not a repository
+  3  history cannot be walked: object_missing, a partial clone without its
+     trees (--filter=tree:0); clone without --filter
 
 errors carry a stable code; with --json they are printed on stdout as
 {"error": {"code": ..., "message": ...}}."""
