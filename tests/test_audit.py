@@ -68,8 +68,12 @@ def test_text_table(cli, history: History) -> None:
     assert lines[0].split() == ["RESULT", "PATH", "INTRODUCED", "BUILT", "AT", "DETAIL"]
     assert len(lines) == 6
     assert all(line.startswith("identical  packets/P-") for line in lines[1:])
-    assert "5 record versions (5 distinct blobs) in 8 commits of HEAD" in result.err
+    tip = history.repo.head()[:12]
+    assert f"5 record versions (5 distinct blobs) in 8 commits of HEAD at {tip}:" in result.err
     assert "5 identical, 0 drift, 0 error" in result.err
+    # Shard jobs of a CI matrix can each show they audited the same commit.
+    shard = cli(["audit", f"{history.c3[:8]}..HEAD", "--shard", "2/3"], cwd=history.repo.path)
+    assert f"of {history.c3[:8]}..HEAD at {tip} (shard 2/3 of 3 record blobs)" in shard.err
 
 
 def test_hand_edited_record_is_drift_with_the_field(cli, history: History) -> None:

@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"capsule: audited {_n(counts['records'], 'record version')} "
         f"({_n(counts['blobs'], 'distinct blob')}) in {_n(found.commits, 'commit')} of "
-        f"{where.spec}{scope}: "
+        f"{where.spec} at {where.tip[:12]}{scope}: "
         f"{counts[audit.IDENTICAL]} identical, {counts[audit.DRIFT]} drift, "
         f"{counts[audit.ERROR]} error",
         file=sys.stderr,
