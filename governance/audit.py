@@ -64,10 +64,11 @@ def limit_git_memory() -> None:
 
 @dataclass(frozen=True)
 class Range:
-    """Commits reachable from ``tip`` and not from ``hidden``."""
+    """Commits reachable from ``tip`` and not from ``hidden``; none at all when
+    ``tip`` is None (HEAD of a repository without commits)."""
 
     spec: str
-    tip: str
+    tip: str | None
     hidden: str | None
 
 
@@ -76,6 +77,9 @@ def parse_range(repo: pygit2.Repository, spec: str | None) -> Range:
     side HEAD, a full commit id or a unique hex prefix, like ``--at``."""
     if spec is None:
         spec = "HEAD"
+    if spec == "HEAD" and repo.head_is_unborn:
+        # No commits, so no records: an empty audit, not an error.
+        return Range(spec, None, None)
     if ".." in spec:
         base, _, tip = spec.partition("..")
         if not base or not tip or tip.startswith("."):
@@ -213,6 +217,8 @@ def find_records(repo: pygit2.Repository, where: Range, globs: PathGlobs) -> Fou
     parents first) to introduce a version is the one reported.
     """
     found = Found()
+    if where.tip is None:
+        return found
     seen: set[tuple[str, str]] = set()
     walker = repo.walk(
         pygit2.Oid(hex=where.tip),

@@ -66,6 +66,10 @@ def resolve_commit(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
         )
     try:
         obj = repo.get(rev.lower())
+    except pygit2.InvalidError:
+        # A full id of the other object format (64 hex in a SHA-1 repository): no
+        # object here can have it. (An ambiguous prefix is another ValueError.)
+        obj = None
     except ValueError as exc:
         raise UsageError(
             f"{rev!r}: ambiguous commit prefix ({exc})", code="invalid_revision", revision=rev

@@ -171,6 +171,33 @@ def test_range_refuses_names_and_expressions(cli, repo: Repo, spec: str) -> None
     assert json.loads(result.out)["error"]["code"] in ("invalid_revision", "invalid_range")
 
 
+def test_full_sha256_id_in_a_sha1_repository_is_no_such_commit(cli, repo: Repo) -> None:
+    result = cli(["audit", "ab" * 32, "--json"], cwd=repo.path)
+    assert result.code == 2
+    error = json.loads(result.out)["error"]
+    assert error["code"] == "invalid_revision"
+    assert "no such commit" in error["message"]
+    assert "ambiguous" not in error["message"]
+
+
+def test_repository_without_commits_has_no_records(cli, tmp_path) -> None:
+    empty = Repo(tmp_path / "empty")
+    for spec in ([], ["HEAD"]):
+        code, report = audit(cli, empty, *spec)
+        assert code == 0
+        assert report["ok"] is True
+        assert report["range"] == {"spec": "HEAD", "tip": None, "hidden": None}
+        assert report["counts"] == {
+            "commits": 0, "records": 0, "blobs": 0, "identical": 0, "drift": 0, "error": 0,
+        }  # fmt: skip
+        assert report["results"] == []
+    text = cli(["audit"], cwd=empty.path)
+    assert text.code == 0
+    assert "no commits, no records" in text.err
+    # A range names commits, and there are none.
+    assert cli(["audit", "HEAD..HEAD"], cwd=empty.path).code == 2
+
+
 def test_shards_cover_every_record_exactly_once(cli, history: History) -> None:
     full = audit(cli, history.repo)[1]["results"]
     for count in (1, 2, 3, 5, 7):

@@ -23,7 +23,8 @@ sharding a CI matrix:
   commit replay every record blob exactly once between them.
 
 exit codes:
-  0  every record replays byte for byte at its declared commit (or none found)
+  0  every record replays byte for byte at its declared commit (or none found,
+     a repository without commits included)
   1  at least one record drifted or could not be replayed (its error code is in
      the table: commit_missing, commit_unreachable, record_misplaced, ...)
   2  bad usage (range, --paths, --jobs, --shard) or not a repository
@@ -153,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         _print_table(table)
+    if where.tip is None:
+        print("capsule: no commits, no records: HEAD has no commits yet", file=sys.stderr)
+        return 0
     scope = f" (shard {index}/{count} of {len(everything)} record blobs)" if count > 1 else ""
     print(
         f"capsule: audited {_n(counts['records'], 'record version')} "
