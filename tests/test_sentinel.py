@@ -10,6 +10,7 @@ traps on purpose, to show they are live.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -68,13 +69,21 @@ def test_replay_and_audit_never_run_anything(cli, tmp_path: Path) -> None:
     _history(repo, sentinels)
     path = record(cli, repo)
     repo.commit("the record")
+    # A second, distinct record blob: with two, `--jobs 2` really replays on two
+    # worker processes (one record is replayed in the parent process).
+    repo.write("setup.py", f"open({str(sentinels / 'setup.py')!r}, 'w').close()  # v2\n")
+    repo.commit("setup.py changes")
+    second = record(cli, repo)
+    repo.commit("the second record")
     _arm(repo, sentinels, bin_dir)
     assert list(sentinels.iterdir()) == []
 
     # In process.
     assert cli(["replay", path], cwd=repo.path).code == 0
     assert cli(["audit"], cwd=repo.path).code == 0
+    assert cli(["audit", "--jobs", "2"], cwd=repo.path).code == 0
     assert cli(["replay", "../" + path], cwd=repo.path / "docs").code == 0
+    assert cli(["replay", second], cwd=repo.path).code == 0
 
     # The installed console script, in a fresh interpreter whose cwd is the repository.
     script = Path(sys.executable).with_name("capsule")
@@ -91,6 +100,10 @@ def test_replay_and_audit_never_run_anything(cli, tmp_path: Path) -> None:
             [str(script), *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False
         )
         assert done.returncode == 0, (argv, done.stdout, done.stderr)
+        if argv[:3] == ["audit", "--jobs", "2"]:
+            report = json.loads(done.stdout)
+            assert (report["jobs"], report["counts"]["blobs"]) == (2, 2)
+            assert report["counts"]["identical"] == 2
 
     assert sorted(p.name for p in sentinels.iterdir()) == []
 
