@@ -9,6 +9,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from governance.cli import add_json_flag
+from governance.output import shown
 
 if TYPE_CHECKING:
     from governance.continuation.verdict import Verdict
@@ -207,39 +208,31 @@ def run_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _shown(path: str) -> str:
-    """A path as text any output can carry: bytes that are not UTF-8 (kept by
-    Python as lone surrogates) become U+FFFD."""
-    import os
-
-    return os.fsencode(path).decode("utf-8", errors="replace")
-
-
 def _read_result(path: str) -> bytes:
     """A result file's bytes, if it is one JSON object of at most 1 MiB; any
     other file is malformed input (exit 2), not a failed check."""
     from governance.continuation.verdict import MAX_RESULT_BYTES, MAX_RESULT_TEXT, parse_result
     from governance.errors import MalformedInput, UsageError
 
-    shown = _shown(path)
+    name = shown(path)
     try:
         with open(path, "rb") as handle:
             # One byte more than allowed tells "too large" from "exactly full".
             data = handle.read(MAX_RESULT_BYTES + 1)
     except OSError as exc:
         raise UsageError(
-            f"{shown}: cannot read result: {exc.strerror}", code="result_unreadable"
+            f"{name}: cannot read result: {exc.strerror}", code="result_unreadable"
         ) from None
     if len(data) > MAX_RESULT_BYTES:
         raise MalformedInput(
-            f"{shown}: result is over {MAX_RESULT_TEXT}; a result is one small JSON object",
+            f"{name}: result is over {MAX_RESULT_TEXT}; a result is one small JSON object",
             code="result_too_large",
         )
     try:
         parse_result(data)
     except ValueError as exc:
         raise MalformedInput(
-            f"{shown}: not one JSON object: {exc}", code="result_malformed"
+            f"{name}: not one JSON object: {exc}", code="result_malformed"
         ) from None
     return data
 
@@ -250,10 +243,10 @@ def run_verify(args: argparse.Namespace) -> int:
 
     capsule = read_capsule_file(args.capsule)
     submissions = [
-        Submission(slot_name(index), _shown(path), _read_result(path))
+        Submission(slot_name(index), shown(path), _read_result(path))
         for index, path in enumerate(args.results)
     ]
-    return _report(evaluate(capsule, _shown(args.capsule), submissions), args.json)
+    return _report(evaluate(capsule, shown(args.capsule), submissions), args.json)
 
 
 def run_and_verify(args: argparse.Namespace) -> int:
@@ -328,7 +321,7 @@ def run_and_verify(args: argparse.Namespace) -> int:
         )
         for run in runs
     ]
-    verdict = evaluate(capsule, _shown(args.capsule), submissions, attestation=attestation)
+    verdict = evaluate(capsule, shown(args.capsule), submissions, attestation=attestation)
     return _report(verdict, args.json)
 
 

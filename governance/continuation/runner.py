@@ -55,6 +55,7 @@ from typing import IO, Any
 from governance.continuation.verdict import MAX_RESULT_BYTES, MAX_RESULT_TEXT, Attestation
 from governance.errors import CapsuleError, UsageError
 from governance.hashing import sha256_hex
+from governance.output import shown
 
 EVIDENCE_SCHEMA = "continuation-evidence/1"
 SLOTS = ("a", "b")
@@ -343,12 +344,6 @@ class AgentRun:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
-
-
-def shown(path: str) -> str:
-    """A path or argument as text any output can carry: bytes that are not
-    UTF-8 (lone surrogates in Python's str) become U+FFFD."""
-    return _text(os.fsencode(path))
 
 
 def _processes(found: Sequence[Process]) -> str:
