@@ -4,7 +4,9 @@ A record is ``packets/<ID>/capsules/<first 12 hex of its commit>.json``. It
 passes when (1) it is in the snapshot, (2) its bytes pass the reader's
 pre-checks (known schema, shape, canonical bytes, internal consistency),
 (3) it sits where its own id and commit say it belongs, (4) its declared commit
-is in the repository, and (5) rebuilding it there gives the same bytes.
+is in the repository and in the history being committed onto (HEAD or an
+ancestor of it, or, during a merge, of MERGE_HEAD), and (5) rebuilding it there
+gives the same bytes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pygit2
 
 from governance.capsule import PACKET_FILE, PACKETS_DIR
 from governance.check import Failure
-from governance.errors import EXIT_DRIFT, CapsuleError
+from governance.errors import EXIT_DRIFT, CapsuleError, SourceError
 from governance.records import RECORDS_FOLDER, record_path
 from governance.snapshot import Snapshot
 
@@ -43,6 +45,8 @@ ADVICE = {
     "capsule_corrupt": "restore the record, or rebuild it at its commit",
     "commit_missing": "commit records only where their commit is in the history (fetch it, "
     "or rebuild the record at a commit of this branch)",
+    "commit_unreachable": "rebuild the record at a commit of this branch (HEAD or an "
+    "ancestor), or leave it out: a fresh clone would not have its commit",
     "replay_differs": "the record is not what the builder gives at its commit: restore it, or "
     "rebuild it there",
 }
@@ -64,9 +68,51 @@ def _failure(path: str, error: CapsuleError) -> Failure:
     )
 
 
+def _merge_heads(repo: pygit2.Repository) -> list[pygit2.Oid]:
+    """The commits being merged, while a merge is in progress (one per line of
+    MERGE_HEAD, several for an octopus merge)."""
+    try:
+        with open(posixpath.join(repo.path, "MERGE_HEAD"), encoding="ascii") as file:
+            lines = file.read().split()
+    except (OSError, UnicodeDecodeError):
+        return []
+    heads = []
+    for line in lines:
+        try:
+            heads.append(pygit2.Oid(hex=line))
+        except ValueError:
+            continue
+    return heads
+
+
+def unreachable(repo: pygit2.Repository, commit: pygit2.Commit) -> SourceError | None:
+    """None when ``commit`` is HEAD or one of its ancestors, or one of a commit
+    being merged (MERGE_HEAD) or its ancestors: the history the next commit
+    extends. Else ``commit_unreachable``, the code audit gives such a record."""
+    if repo.head_is_unborn:
+        where = "HEAD (there are no commits yet)"
+        tips: list[pygit2.Oid] = []
+    else:
+        head = repo.head.target
+        assert isinstance(head, pygit2.Oid)
+        tips = [head, *_merge_heads(repo)]
+        where = f"HEAD ({str(head)[:12]})" + (
+            " or of the commit being merged" if len(tips) > 1 else ""
+        )
+    for tip in tips:
+        if commit.id == tip or repo.descendant_of(tip, commit.id):
+            return None
+    return SourceError(
+        f"declared commit {str(commit.id)[:12]} is not in the history of {where}: "
+        "amended, rebased away, or from another branch",
+        code="commit_unreachable",
+        commit=str(commit.id),
+    )
+
+
 def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list[Failure]:
     from governance.reader import read_capsule
-    from governance.replay import replay_capsule
+    from governance.replay import declared_commit, replay_capsule
 
     # 1. In the snapshot, as a regular blob.
     try:
@@ -93,12 +139,18 @@ def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list
                 {"expected": expected},
             )
         ]
-    # 4 and 5. Its commit exists, and the trusted builder gives the same bytes there.
+    # 4. Its commit exists, and is in the history this commit extends.
+    try:
+        commit = declared_commit(repo, capsule.commit)
+    except CapsuleError as exc:
+        return [_failure(path, exc)]
+    refused = unreachable(repo, commit)
+    if refused is not None:
+        return [_failure(path, refused)]
+    # 5. The trusted builder gives the same bytes there.
     try:
         result = replay_capsule(repo, capsule)
     except CapsuleError as exc:
-        if exc.code == "commit_missing":
-            return [_failure(path, exc)]
         # The declared commit exists but the packet does not build there.
         locator = str(exc.details.get("locator") or exc.details.get("path") or "$")
         details = {k: v for k, v in exc.details.items() if k not in ("locator", "path")}

@@ -347,6 +347,64 @@ def test_a_record_whose_commit_is_not_here(hook, cli, repo: Repo) -> None:
     assert result.out.startswith(f"{record_path(missing)}: $: commit_missing: commit {missing}")
 
 
+def record_at(cli, repo: Repo, commit: str) -> str:
+    """A genuine record of P-1 built at ``commit``, written and staged."""
+    path = record_path(commit)
+    (repo.path / path).parent.mkdir(parents=True, exist_ok=True)
+    assert cli(["build", PACKET, "--at", commit, "-o", path], cwd=repo.path).code == 0
+    repo.git("add", path)
+    return path
+
+
+def test_a_record_of_an_amended_commit_is_unreachable(hook, cli, repo: Repo) -> None:
+    # The commit is still in the object store, but no longer in the branch's
+    # history: audit would report commit_unreachable, so the hook refuses it.
+    repo.write("docs/notes.md", "# Notes\n\nFirst wording.\n")
+    amended = repo.commit("to be amended")
+    repo.git("commit", "-q", "--amend", "-m", "amended")
+    assert repo.head() != amended
+    path = record_at(cli, repo, amended)
+    result = hook(records.main, repo, path)
+    assert result.code == 3
+    [line] = result.out.splitlines()
+    assert line.startswith(
+        f"{path}: $: commit_unreachable: declared commit {amended[:12]} is not in the history "
+        f"of HEAD ({repo.head()[:12]})"
+    )
+    assert "rebuild the record at a commit of this branch" in line
+    # A record of HEAD, or of an ancestor of it, passes.
+    repo.git("rm", "-q", "--cached", path)
+    assert hook(records.main, repo, record_at(cli, repo, repo.head())).code == 0
+    assert hook(records.main, repo, record_at(cli, repo, repo.git("rev-parse", "HEAD~1"))).code == 0
+
+
+def test_a_record_of_another_branch_passes_only_while_merging_it(hook, cli, repo: Repo) -> None:
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("docs/side.md", "# Side\n")
+    side = repo.commit("side")
+    repo.git("checkout", "-q", "main")
+    repo.write("docs/main.md", "# Main\n")
+    repo.commit("main")
+    path = record_at(cli, repo, side)
+    assert "commit_unreachable" in hook(records.main, repo, path).out
+    repo.git("rm", "-q", "--cached", path)
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "side")
+    repo.git("add", path)
+    assert hook(records.main, repo, path) == Result(0, "", "")
+
+
+def test_a_record_before_the_first_commit_is_refused(hook, cli, repo: Repo) -> None:
+    head = repo.head()
+    path = record_at(cli, repo, head)
+    repo.git("checkout", "-q", "--orphan", "fresh")  # no commits on this branch yet
+    result = hook(records.main, repo, path)
+    assert result.code == 3
+    assert result.out.startswith(
+        f"{path}: $: commit_unreachable: declared commit {head[:12]} is not in the history "
+        "of HEAD (there are no commits yet)"
+    )
+
+
 def test_a_record_that_cannot_be_built_at_its_commit(hook, cli, repo: Repo) -> None:
     _, data = build_record(cli, repo)
     rename_heading(repo)
