@@ -17,6 +17,10 @@ MARKER = "# git-capsule pre-commit hook, written by `capsule install-hook`."
 
 # Runs both hooks with no paths, so each takes what is staged. Prefers the
 # interpreter that installed it; falls back to the console scripts on PATH.
+# git runs hooks from the top of the work tree: -P (safe path, Python 3.11)
+# keeps that folder off sys.path, so a yaml.py or pygit2.py of the repository
+# being checked is never imported in place of the real library. The console
+# scripts put their own folder first, never the current one.
 _TEMPLATE = """\
 #!/bin/sh
 {marker}
@@ -25,8 +29,8 @@ _TEMPLATE = """\
 # identically (capsule-records). Skip once with: git commit --no-verify
 INSTALL_PYTHON={python}
 if [ -x "$INSTALL_PYTHON" ]; then
-    packets() {{ "$INSTALL_PYTHON" -m capsule_hooks.packets; }}
-    records() {{ "$INSTALL_PYTHON" -m capsule_hooks.records; }}
+    packets() {{ "$INSTALL_PYTHON" -P -m capsule_hooks.packets; }}
+    records() {{ "$INSTALL_PYTHON" -P -m capsule_hooks.records; }}
 elif command -v capsule-packets >/dev/null 2>&1; then
     packets() {{ capsule-packets; }}
     records() {{ capsule-records; }}

@@ -152,6 +152,25 @@ def test_git_commit_runs_the_checks(cli, repo: Repo) -> None:
     assert repo.head() != head
 
 
+def test_a_yaml_py_in_the_repository_does_not_shadow_the_library(cli, repo: Repo) -> None:
+    # git runs hooks from the top of the work tree: the hook's Python must not
+    # import (and so run) a module of the repository it checks.
+    assert install(cli, repo).code == 0
+    repo.write("yaml.py", "raise SystemExit('shadowed: yaml.py of the repository ran')\n")
+    roadmap = repo.path / "docs/roadmap.md"
+    roadmap.write_text(roadmap.read_text().replace("## Phase 2", "## Phase Two"))
+    repo.git("add", "docs/roadmap.md")
+    done = commit(repo)
+    assert done.returncode == 1
+    assert "shadowed" not in done.stderr
+    assert "docs/roadmap.md#phase-2: heading_missing: " in done.stderr
+    # And a good commit goes through, yaml.py and all.
+    repo.write(PACKET, packet_yaml("P-1", ["docs/roadmap.md#phase-two", "docs/notes.md"]))
+    repo.git("add", "-A")
+    done = commit(repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_git_commit_refuses_a_forged_record(cli, repo: Repo) -> None:
     assert install(cli, repo).code == 0
     record = f"packets/P-1/capsules/{repo.head()[:12]}.json"
