@@ -40,6 +40,7 @@ def expected_path(packet_id: str, commit: str) -> str:
 # repaired by hand, only restored or rebuilt at its commit.
 ADVICE = {
     "source_missing": "stage the record, or leave it out",
+    "record_not_file": "stage the record itself, as capsule build wrote it",
     "capsule_malformed": "restore the record as capsule build wrote it",
     "non_canonical": "restore the record as capsule build wrote it",
     "capsule_corrupt": "restore the record, or rebuild it at its commit",
@@ -49,6 +50,11 @@ ADVICE = {
     "ancestor), or leave it out: a fresh clone would not have its commit",
     "replay_differs": "the record is not what the builder gives at its commit: restore it, or "
     "rebuild it there",
+}
+_NOT_A_FILE = {
+    "source_symlink": "is a symbolic link",
+    "source_submodule": "is a submodule",
+    "source_not_file": "is not a regular file",
 }
 # Any other code comes from the builder at the declared commit.
 NOT_BUILDABLE = "no build at that commit gives this record: remove it, or rebuild it there"
@@ -118,6 +124,12 @@ def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list
     try:
         data = snapshot.read(snapshot.source(path))
     except CapsuleError as exc:
+        if exc.code in _NOT_A_FILE:
+            # As audit says of such a path: not a record at all.
+            exc = SourceError(
+                f"{path} {_NOT_A_FILE[exc.code]} {snapshot.where}, not a record file",
+                code="record_not_file",
+            )
         return [_failure(path, exc)]
     # 2. The reader's pre-checks, before any source is read.
     try:

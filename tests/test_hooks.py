@@ -429,6 +429,20 @@ def test_records_are_read_from_the_index(hook, cli, repo: Repo) -> None:
     assert hook(records.main, repo, path).code == 1
 
 
+def test_a_record_staged_as_a_symlink_is_not_a_file(hook, cli, repo: Repo) -> None:
+    path, _ = build_record(cli, repo)
+    repo.git("rm", "-q", "--cached", path)
+    (repo.path / path).rename(repo.path / "docs/genuine.json")
+    os.symlink("../../../docs/genuine.json", repo.path / path)
+    repo.git("add", "-A")
+    result = hook(records.main, repo, path)
+    assert result.code == 3
+    assert result.out.splitlines() == [
+        f"{path}: $: record_not_file: {path} is a symbolic link in the index, not a record "
+        "file; stage the record itself, as capsule build wrote it"
+    ]
+
+
 def test_other_paths_are_ignored_and_unstaged_records_reported(hook, repo: Repo) -> None:
     assert hook(records.main, repo, "docs/notes.md", PACKET) == Result(0, "", "")
     result = hook(records.main, repo, record_path("a" * 40))
