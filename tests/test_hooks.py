@@ -119,6 +119,16 @@ def test_a_source_grown_past_the_budget_fails(hook, repo: Repo) -> None:
     assert "(largest: docs/notes.md 13,337 tok, " in line
 
 
+def test_staged_changes_count_though_not_passed(hook, repo: Repo) -> None:
+    # A consumer's `exclude: ^docs/`, or `pre-commit run --files OTHER`, leaves
+    # the staged rename out of the paths the hook is given: it still counts.
+    rename_heading(repo)
+    repo.git("add", "docs/roadmap.md")
+    result = hook(packets.main, repo, "README.md")
+    assert result.code == 3
+    assert result.out.splitlines() == [HEADING_LINE]
+
+
 def test_only_packets_that_read_a_staged_path_are_checked(hook, repo: Repo) -> None:
     # P-2 is already broken in HEAD (committed without the hook).
     repo.write("docs/other.md", "# Other\n")
@@ -127,6 +137,7 @@ def test_only_packets_that_read_a_staged_path_are_checked(hook, repo: Repo) -> N
     repo.write("docs/notes.md", "# Notes\n\nEdited.\n")
     repo.git("add", "docs/notes.md")
     assert hook(packets.main, repo, "docs/notes.md") == Result(0, "", "")
+    repo.commit()
     repo.write("docs/other.md", "# Other\n\nEdited.\n")
     repo.git("add", "docs/other.md")
     result = hook(packets.main, repo, "docs/other.md")
@@ -441,6 +452,14 @@ def test_a_record_staged_as_a_symlink_is_not_a_file(hook, cli, repo: Repo) -> No
         f"{path}: $: record_not_file: {path} is a symbolic link in the index, not a record "
         "file; stage the record itself, as capsule build wrote it"
     ]
+
+
+def test_staged_records_count_though_not_passed(hook, cli, repo: Repo) -> None:
+    path, data = build_record(cli, repo)
+    stage(repo, path, forge_excerpt(data))
+    result = hook(records.main, repo, "docs/notes.md")
+    assert result.code == 1
+    assert result.out.splitlines() == [RECORD_LINE]
 
 
 def test_other_paths_are_ignored_and_unstaged_records_reported(hook, repo: Repo) -> None:
