@@ -17,7 +17,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     )
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="changed paths (pre-commit passes them), besides what is staged"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="changed paths (pre-commit passes them), besides what is staged",
     )
     args = parser.parse_args(argv)
 

@@ -18,7 +18,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     )
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="records to check besides the staged ones; other files are ignored"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="records to check besides the staged ones; other files are ignored",
     )
     args = parser.parse_args(argv)
 
