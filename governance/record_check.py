@@ -11,7 +11,9 @@ gives the same bytes.
 
 from __future__ import annotations
 
+import os
 import posixpath
+import re
 
 import pygit2
 
@@ -74,21 +76,27 @@ def _failure(path: str, error: CapsuleError) -> Failure:
     )
 
 
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
 def _merge_heads(repo: pygit2.Repository) -> list[pygit2.Oid]:
-    """The commits being merged, while a merge is in progress (one per line of
-    MERGE_HEAD, several for an octopus merge)."""
+    """The commits being merged, while a merge is in progress.
+
+    A merge stopped for conflicts (committed later with ``git commit``, which
+    runs pre-commit) names them in MERGE_HEAD, one per line. While ``git
+    merge`` runs the pre-merge-commit hook, MERGE_HEAD is not written yet; git
+    names each merged commit in its environment instead, as ``GITHEAD_<id>``
+    (the label merge strategies show for it).
+    """
+    names: list[str] = [
+        key.removeprefix("GITHEAD_") for key in os.environ if key.startswith("GITHEAD_")
+    ]
     try:
-        with open(posixpath.join(repo.path, "MERGE_HEAD"), encoding="ascii") as file:
-            lines = file.read().split()
+        with open(os.path.join(repo.path, "MERGE_HEAD"), encoding="ascii") as file:
+            names += file.read().split()
     except (OSError, UnicodeDecodeError):
-        return []
-    heads = []
-    for line in lines:
-        try:
-            heads.append(pygit2.Oid(hex=line))
-        except ValueError:
-            continue
-    return heads
+        pass
+    return [pygit2.Oid(hex=name) for name in names if _FULL_ID.fullmatch(name)]
 
 
 def unreachable(repo: pygit2.Repository, commit: pygit2.Commit) -> SourceError | None:
@@ -106,8 +114,11 @@ def unreachable(repo: pygit2.Repository, commit: pygit2.Commit) -> SourceError |
             " or of the commit being merged" if len(tips) > 1 else ""
         )
     for tip in tips:
-        if commit.id == tip or repo.descendant_of(tip, commit.id):
-            return None
+        try:
+            if commit.id == tip or repo.descendant_of(tip, commit.id):
+                return None
+        except pygit2.GitError:
+            continue  # not a commit of this repository: no history to be in
     return SourceError(
         f"declared commit {str(commit.id)[:12]} is not in the history of {where}: "
         "amended, rebased away, or from another branch",
