@@ -14,7 +14,7 @@ from typing import Any
 import pygit2
 
 from governance.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
-from governance.errors import EXIT_BUDGET, EXIT_OK, EXIT_SOURCE, EXIT_USAGE, CapsuleError
+from governance.errors import EXIT_OK, CapsuleError
 from governance.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 
 # What to do about a packet's failure, for codes whose message does not say it
@@ -33,11 +33,6 @@ ADVICE = {
     "over_budget": "narrow the largest reads to heading sections, or split the packet",
 }
 
-# When failures of several kinds are found, the exit code is that of the kind
-# build would have met first: malformed input, then sources, then the budget.
-_EXIT_PRECEDENCE = (EXIT_USAGE, EXIT_SOURCE, EXIT_BUDGET)
-
-
 @dataclass(frozen=True)
 class Failure:
     """One reason a file (a packet, or a capsule record) does not pass."""
@@ -49,9 +44,12 @@ class Failure:
     exit_code: int
     advice: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    # The failure ``capsule build`` of this packet would stop at (a packet's
+    # failures are listed in packet order, not in the order build meets them).
+    stops_build: bool = False
 
     @classmethod
-    def from_error(cls, path: str, error: CapsuleError) -> Failure:
+    def from_error(cls, path: str, error: CapsuleError, *, stops_build: bool = False) -> Failure:
         """A packet's failure: the locator that failed, or the file that did."""
         locator = error.details.get("locator") or error.details.get("path") or path
         return cls(
@@ -62,6 +60,7 @@ class Failure:
             exit_code=error.exit_code,
             advice=ADVICE.get(error.code, ""),
             details={k: v for k, v in error.details.items() if k not in ("locator", "path")},
+            stops_build=stops_build,
         )
 
     @property
@@ -107,12 +106,21 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
-def exit_code(failures: Iterable[Failure]) -> int:
-    codes = {f.exit_code for f in failures}
-    for code in _EXIT_PRECEDENCE:
-        if code in codes:
-            return code
-    return max(codes, default=EXIT_OK)
+def exit_code(failures: Sequence[Failure]) -> int:
+    """The exit code of the first failing file, listed in the order checked:
+    for a packet, the code ``capsule build`` exits with (its failure that
+    stops the build); for a record, its one failure. 0 with no failures.
+    Building the packets one by one, stopping at the first failure, exits
+    with the same code."""
+    if not failures:
+        return EXIT_OK
+    first = failures[0]
+    for failure in failures:
+        if failure.path != first.path:
+            break
+        if failure.stops_build:
+            return failure.exit_code
+    return first.exit_code
 
 
 def _packet_blobs(tree: pygit2.Tree) -> list[tuple[str, pygit2.Object]]:
@@ -137,12 +145,13 @@ def find_packets(tree: pygit2.Tree) -> list[str]:
 
 def check_packets(snapshot: Snapshot, packets: Iterable[str]) -> dict[str, list[Failure]]:
     """Every failure of each packet (an empty list when it builds), in order."""
-    from governance.builder import check_packet
+    from governance.builder import checked_packet
 
-    return {
-        packet: [Failure.from_error(packet, e) for e in check_packet(snapshot, packet)]
-        for packet in packets
-    }
+    results = {}
+    for packet in packets:
+        errors, first = checked_packet(snapshot, packet)
+        results[packet] = [Failure.from_error(packet, e, stops_build=e is first) for e in errors]
+    return results
 
 
 class ReverseIndex:

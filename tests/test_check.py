@@ -68,7 +68,29 @@ CASES = {
         [("policy", "target_tokens: lots\n")],
         [("policies/capsule.yml", "policy_malformed")],
     ),
+    # Listed in packet order, but build meets the budget's lower bound (the raw
+    # size of docs/big.md) before it reads the heading that is gone.
+    "over the budget floor, then a missing heading": (
+        [
+            ("write", "docs/big.md", "word " * 3000),
+            (
+                "write",
+                PACKET,
+                packet_yaml(
+                    "P-1",
+                    ["docs/big.md", "docs/roadmap.md#phase-9"],
+                    budget="{target_tokens: 1000}",
+                ),
+            ),
+        ],
+        [("docs/roadmap.md#phase-9", "heading_missing"), (PACKET, "over_budget")],
+    ),
 }
+
+
+def where(error: CapsuleError) -> str:
+    # As the check reports it: the locator or file at fault, else the packet.
+    return error.details.get("locator") or error.details.get("path") or PACKET
 
 
 def apply(repo: Repo, changes: list[tuple]) -> None:
@@ -90,8 +112,7 @@ def test_check_packet_collects_every_failure(repo: Repo, case: str) -> None:
     changes, expected = CASES[case]
     apply(repo, changes)
     snapshot = Snapshot.at(open_repository(repo.path))
-    found = [(e.details.get("locator") or e.details.get("path"), e.code) for e in
-             check_packet(snapshot, PACKET)]  # fmt: skip
+    found = [(where(e), e.code) for e in check_packet(snapshot, PACKET)]
     assert found == expected
 
 
@@ -106,17 +127,22 @@ def test_check_command_reports_every_failure(cli, repo: Repo, case: str) -> None
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_build_still_fails_on_the_first(repo: Repo, case: str) -> None:
+def test_build_still_fails_on_the_first(cli, repo: Repo, case: str) -> None:
     changes, expected = CASES[case]
     apply(repo, changes)
     snapshot = Snapshot.at(open_repository(repo.path))
+    checked = check(cli, repo, PACKET).code
     if not expected:
         assert build_capsule(snapshot, PACKET).packet.id == "P-1"
+        assert checked == 0
         return
     with pytest.raises(CapsuleError) as info:
         build_capsule(snapshot, PACKET)
     error = info.value
-    assert (error.details.get("locator") or error.details.get("path"), error.code) in expected
+    assert (where(error), error.code) in expected
+    # check exits with the code build exits with: that of the failure build meets first.
+    assert checked == error.exit_code
+    assert cli(["build", PACKET], cwd=repo.path).code == checked
 
 
 def test_pass_prints_nothing_on_stdout(cli, repo: Repo) -> None:
@@ -186,10 +212,16 @@ def test_all_checks_every_packet_and_exit_follows_build_order(cli, repo: Repo) -
     code, data = report(cli, repo, "--all")
     assert [p["path"] for p in data["packets"]] == [PACKET, P2, "packets/P-3/packet.yml"]
     assert [p["ok"] for p in data["packets"]] == [False, False, True]
-    assert code == 3  # a source failure outranks an over-budget one
+    # The exit code is build's for the first failing packet, as building them
+    # one by one and stopping at the first failure would give.
+    assert code == 3 == cli(["build", PACKET], cwd=repo.path).code
     repo.write("packets/P-3/packet.yml", "id: [")
     repo.commit()
-    assert report(cli, repo, "--all")[0] == 2  # and malformed input outranks both
+    assert report(cli, repo, "--all")[0] == 3
+    repo.write(PACKET, packet_yaml("P-1", ["docs/notes.md"]))
+    repo.commit()
+    assert report(cli, repo, "--all")[0] == 4 == cli(["build", P2], cwd=repo.path).code
+    assert report(cli, repo, "packets/P-3/packet.yml", P2)[0] == 2
 
 
 def test_all_with_no_packets(cli, repo: Repo) -> None:

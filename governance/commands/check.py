@@ -20,9 +20,9 @@ def register(sub: Any) -> None:
             "emitting a capsule, and report every failure, not only the first: one line per "
             "failure on stdout, 'path: locator: code: what to do', and a summary on stderr. "
             "Reads HEAD, where every source must also be clean in the working tree, as for "
-            "build; with --staged, reads every byte from the index instead. When failures "
-            "of several kinds are found the exit code is that of the first kind build "
-            "meets: 2 (malformed), then 3 (source), then 4 (budget)."
+            "build; with --staged, reads every byte from the index instead. With failures, "
+            "the exit code is the one build exits with for the first failing packet (the "
+            "failure build meets first, which need not be the first listed)."
         ),
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
