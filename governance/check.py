@@ -33,6 +33,7 @@ ADVICE = {
     "over_budget": "narrow the largest reads to heading sections, or split the packet",
 }
 
+
 @dataclass(frozen=True)
 class Failure:
     """One reason a file (a packet, or a capsule record) does not pass."""
