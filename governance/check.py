@@ -197,7 +197,13 @@ def _dependencies(packet_path: str, entry: pygit2.Object) -> set[str] | None:
     if not isinstance(entry, pygit2.Blob) or entry.filemode not in (MODE_FILE, MODE_EXEC):
         return None
     try:
-        reads = required_reads(entry.data.decode("utf-8"))
+        # A blob missing (a partial clone) or unreadable: the check of the
+        # packet, which counts as affected by every change, says so.
+        data = entry.data
+    except (KeyError, pygit2.GitError):
+        return None
+    try:
+        reads = required_reads(data.decode("utf-8"))
         if reads is None:
             return None
         paths = {parse_locator(locator).path for locator in reads}

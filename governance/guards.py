@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pygit2
 
 from governance.check import Failure, exit_code, plural
-from governance.errors import CapsuleError
+from governance.errors import CapsuleError, coded
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,10 @@ def run_hook(
 
     try:
         report = guard(open_repository(), filenames)
-    except CapsuleError as error:
+    except (CapsuleError, OSError, pygit2.GitError) as exc:
+        error = exc if isinstance(exc, CapsuleError) else coded(exc)
+        if error is None:
+            raise
         print(f"{name}: error [{error.code}]: {error.message}", file=sys.stderr)
         return error.exit_code
     for failure in report.failures:

@@ -46,8 +46,15 @@ RECORD_LINE = (
 def hook(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., Result]:
-    def run(main: Callable[[Sequence[str]], int], repo: Repo, *paths: str) -> Result:
+    def run(
+        main: Callable[[Sequence[str]], int],
+        repo: Repo,
+        *paths: str,
+        before: Callable[[], object] | None = None,
+    ) -> Result:
         monkeypatch.chdir(repo.path)
+        if before is not None:
+            before()
         capsys.readouterr()
         code = main(list(paths))
         captured = capsys.readouterr()
@@ -206,6 +213,51 @@ def test_outside_a_repository(hook, tmp_path: Path) -> None:
     result = hook(packets.main, NotARepo)
     assert result.code == 2
     assert result.err.startswith("capsule-packets: error [not_a_repository]")
+
+
+def loose_object(repo: Repo, rev: str) -> Path:
+    oid = repo.git("rev-parse", rev)
+    return repo.path / ".git/objects" / oid[:2] / oid[2:]
+
+
+def test_a_packet_whose_blob_is_missing_is_object_missing(hook, repo: Repo) -> None:
+    # As in a blobless partial clone with a sparse checkout: the index names
+    # the blob, the object database does not hold it.
+    add_packet(repo, "P-2", ["docs/notes.md"])
+    repo.commit()
+    loose_object(repo, "HEAD:packets/P-2/packet.yml").unlink()
+    repo.write("docs/unrelated.md", "# Unrelated\n")
+    repo.git("add", "docs/unrelated.md")
+    result = hook(packets.main, repo)
+    assert result.code == 3
+    [line] = result.out.splitlines()
+    assert line.startswith(
+        "packets/P-2/packet.yml: packets/P-2/packet.yml: object_missing: blob "
+    )
+
+
+def test_a_corrupt_object_is_a_coded_error_not_a_traceback(hook, repo: Repo) -> None:
+    add_packet(repo, "P-2", ["docs/notes.md"])
+    repo.commit()
+    corrupt = loose_object(repo, "HEAD:packets/P-2/packet.yml")
+    corrupt.chmod(0o644)
+    corrupt.write_bytes(b"not a zlib stream")
+    repo.write("docs/unrelated.md", "# Unrelated\n")
+    repo.git("add", "docs/unrelated.md")
+    result = hook(packets.main, repo)
+    assert result.code == 2
+    assert result.out == ""
+    assert result.err.startswith("capsule-packets: error [git_error]: git: ")
+
+
+def test_a_vanished_working_folder_is_a_coded_error(hook, repo: Repo, tmp_path) -> None:
+    class Gone:
+        path = tmp_path / "gone"
+
+    Gone.path.mkdir()
+    result = hook(packets.main, Gone, before=Gone.path.rmdir)
+    assert result.code == 2
+    assert result.err.startswith("capsule-packets: error [io_error]: ")
 
 
 # --- the reverse index ---------------------------------------------------------
