@@ -231,9 +231,7 @@ def test_a_packet_whose_blob_is_missing_is_object_missing(hook, repo: Repo) -> N
     result = hook(packets.main, repo)
     assert result.code == 3
     [line] = result.out.splitlines()
-    assert line.startswith(
-        "packets/P-2/packet.yml: packets/P-2/packet.yml: object_missing: blob "
-    )
+    assert line.startswith("packets/P-2/packet.yml: packets/P-2/packet.yml: object_missing: blob ")
 
 
 def test_a_corrupt_object_is_a_coded_error_not_a_traceback(hook, repo: Repo) -> None:
