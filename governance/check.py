@@ -7,8 +7,10 @@ Used by ``capsule check`` and the ``capsule-packets`` hook.
 from __future__ import annotations
 
 import posixpath
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pygit2
@@ -33,6 +35,54 @@ ADVICE = {
     "over_budget": "narrow the largest reads to heading sections, or split the packet",
 }
 
+# When the file at fault is not a required read but a file the build itself
+# needs, "update the locator" is no advice: say what fits that file.
+_MISSING = {
+    "policy": "restore the policy, or commit one",
+    "packet": "check the packet's path",
+    "context": "restore the packet's context.md, or write one",
+}
+_NAMED = {"policy": "the policy", "packet": "the packet", "context": "the packet's context.md"}
+
+
+def _advice(code: str, locator: str, packet: str) -> str:
+    own = {
+        POLICY_PATH: "policy",
+        packet: "packet",
+        posixpath.join(posixpath.dirname(packet), CONTEXT_FILE): "context",
+    }.get(locator)
+    if own is None:
+        return ADVICE.get(code, "")
+    if code == "source_missing":
+        return _MISSING[own]
+    if code in ("source_symlink", "source_not_file", "source_submodule"):
+        return f"store {_NAMED[own]} as a regular file of this repository"
+    if code == "source_not_utf8":
+        return f"store {_NAMED[own]} as UTF-8"
+    return ADVICE.get(code, "")
+
+
+# A YAML error's position, as PyYAML words it on a line of its own.
+_YAML_MARK = re.compile(r'\s+in "[^"]*", line (\d+), column (\d+):?')
+
+
+def one_line(message: str) -> str:
+    """A message on one line, keeping what locates the fault: a YAML error's
+    positions become "at line L, column C"; the source lines and carets PyYAML
+    quotes, and listings (a line ending in ":" and its indented rows, such as
+    over_budget's cost table), are left out."""
+    lines = message.splitlines()
+    if not lines:
+        return ""
+    pieces = [lines[0]]
+    for line in lines[1:]:
+        mark = _YAML_MARK.fullmatch(line)
+        if mark:
+            pieces[-1] += f" at line {mark[1]}, column {mark[2]}"
+        elif line.strip() and not line[0].isspace() and not line.endswith(":"):
+            pieces.append(line)
+    return ": ".join(pieces)
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -48,6 +98,8 @@ class Failure:
     # The failure ``capsule build`` of this packet would stop at (a packet's
     # failures are listed in packet order, not in the order build meets them).
     stops_build: bool = False
+    # How many packets this one report stands for (see ``once``).
+    packets: int = 1
 
     @classmethod
     def from_error(cls, path: str, error: CapsuleError, *, stops_build: bool = False) -> Failure:
@@ -59,7 +111,7 @@ class Failure:
             code=error.code,
             message=error.message,
             exit_code=error.exit_code,
-            advice=ADVICE.get(error.code, ""),
+            advice=_advice(error.code, str(locator), path),
             details={k: v for k, v in error.details.items() if k not in ("locator", "path")},
             stops_build=stops_build,
         )
@@ -67,13 +119,15 @@ class Failure:
     @property
     def what_to_do(self) -> str:
         """One line: what failed, without repeating the locator, and what to do."""
-        text = self.message.splitlines()[0] if self.message else self.code
+        text = one_line(self.message) if self.message else self.code
         for prefix in (self.locator, self.path):
             if text.startswith(f"{prefix}: "):
                 text = text[len(prefix) + 2 :]
                 break
         if self.code == "over_budget":
             text += _largest_parts(self.details.get("parts", []))
+        if self.packets > 1:
+            text += f" (fails {plural(self.packets, 'packet')})"
         return f"{text}; {self.advice}" if self.advice else text
 
     def line(self) -> str:
@@ -101,6 +155,23 @@ def _largest_parts(parts: Sequence[dict[str, Any]], n: int = 3) -> str:
         + ", ".join(f"{p['part']} {p['estimated_tokens']:,} tok" for p in named[:n])
         + ")"
     )
+
+
+def once(failures: Sequence[Failure]) -> list[Failure]:
+    """The failures to print: a failure of the policy itself (every packet is
+    built under it) is the same for every packet checked, and is printed once,
+    against the policy, saying how many packets it fails."""
+    shared = Counter((f.code, f.message) for f in failures if f.locator == POLICY_PATH)
+    out: list[Failure] = []
+    done: set[tuple[str, str]] = set()
+    for failure in failures:
+        key = (failure.code, failure.message)
+        if failure.locator != POLICY_PATH or shared[key] < 2:
+            out.append(failure)
+        elif key not in done:
+            done.add(key)
+            out.append(replace(failure, path=POLICY_PATH, packets=shared[key]))
+    return out
 
 
 def plural(n: int, word: str) -> str:

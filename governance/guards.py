@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pygit2
 
-from governance.check import Failure, exit_code, plural
+from governance.check import Failure, exit_code, once, plural
 from governance.errors import CapsuleError, coded
 
 
@@ -84,12 +84,13 @@ def run_hook(
             raise
         print(f"{name}: error [{error.code}]: {error.message}", file=sys.stderr)
         return error.exit_code
-    for failure in report.failures:
+    reported = once(report.failures)
+    for failure in reported:
         print(failure.line())
     if report.failures:
         failing = len({f.path for f in report.failures})
         print(
-            f"{name}: {plural(len(report.failures), 'failure')} in {failing} of "
+            f"{name}: {plural(len(reported), 'failure')} in {failing} of "
             f"{plural(len(report.checked), report.what)} checked against the index",
             file=sys.stderr,
         )

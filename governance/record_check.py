@@ -18,7 +18,7 @@ import re
 import pygit2
 
 from governance.capsule import PACKET_FILE, PACKETS_DIR
-from governance.check import Failure
+from governance.check import Failure, one_line
 from governance.errors import EXIT_DRIFT, CapsuleError, SourceError
 from governance.records import RECORDS_FOLDER, record_path
 from governance.snapshot import Snapshot
@@ -177,7 +177,7 @@ def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list
         # The declared commit exists but the packet does not build there.
         locator = str(exc.details.get("locator") or exc.details.get("path") or "$")
         details = {k: v for k, v in exc.details.items() if k not in ("locator", "path")}
-        message = exc.message.splitlines()[0].removeprefix(f"{locator}: ")
+        message = one_line(exc.message).removeprefix(f"{locator}: ")
         return [
             Failure(
                 path,

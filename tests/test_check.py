@@ -256,6 +256,58 @@ def test_at_head_a_dirty_source_fails_as_for_build(cli, repo: Repo) -> None:
     assert code == 3
 
 
+def test_a_yaml_error_keeps_its_line_and_column(cli, repo: Repo) -> None:
+    repo.write(PACKET, "id: P-1\nrequired_reads: [unclosed\n")
+    repo.commit()
+    result = check(cli, repo, PACKET)
+    assert result.code == 2
+    assert result.out.splitlines() == [
+        f"{PACKET}: {PACKET}: packet_malformed: not valid YAML: while parsing a flow sequence "
+        "at line 2, column 17: expected ',' or ']', but got '<stream end>' at line 3, column 1; "
+        "fix the packet"
+    ]
+
+
+def test_a_broken_policy_is_reported_once(cli, repo: Repo) -> None:
+    add_packet(repo, "P-2", ["docs/notes.md"])
+    repo.write("policies/capsule.yml", "target_tokens: [\n")
+    repo.commit()
+    result = check(cli, repo, "--all")
+    assert result.code == 2
+    [line] = result.out.splitlines()
+    assert line.startswith(
+        "policies/capsule.yml: policies/capsule.yml: policy_malformed: not valid YAML: "
+    )
+    assert line.endswith(" at line 2, column 1 (fails 2 packets); fix the policy")
+    assert "1 failure in 2 of 2 packets" in result.err
+    # --json still lists it under each packet.
+    assert failures(report(cli, repo, "--all")[1]) == [
+        (PACKET, "policies/capsule.yml", "policy_malformed"),
+        (P2, "policies/capsule.yml", "policy_malformed"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("missing", "advice"),
+    [
+        ("policies/capsule.yml", "restore the policy, or commit one"),
+        ("packets/P-1/context.md", "restore the packet's context.md, or write one"),
+        ("docs/notes.md", "restore the file, or update the locator in the packet"),
+    ],
+)
+def test_the_advice_for_a_missing_file_fits_the_file(cli, repo: Repo, missing, advice) -> None:
+    repo.git("rm", "-q", missing)
+    repo.commit()
+    [line] = check(cli, repo, PACKET).out.splitlines()
+    assert line.startswith(f"{PACKET}: {missing}: source_missing: ")
+    assert line.endswith(f"; {advice}")
+
+
+def test_the_advice_for_a_packet_that_does_not_exist(cli, repo: Repo) -> None:
+    [line] = check(cli, repo, "packets/P-9/packet.yml").out.splitlines()
+    assert line.endswith("; check the packet's path")
+
+
 # --- --staged ----------------------------------------------------------------
 
 

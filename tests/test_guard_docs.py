@@ -34,7 +34,7 @@ def test_every_hook_and_guard_command_is_in_the_guards_page() -> None:
         assert name in text, name
 
 
-@pytest.mark.parametrize("name", ["HEADING_LINE", "DELETION_LINE", "RECORD_LINE"])
+@pytest.mark.parametrize("name", ["HEADING_LINE", "DELETION_LINE", "RECORD_LINE", "POLICY_LINE"])
 def test_the_failure_lines_shown_are_the_ones_printed(name: str) -> None:
     # The lines tests/test_hooks.py gets from the hooks, for the same scenarios.
     import test_hooks

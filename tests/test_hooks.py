@@ -32,6 +32,11 @@ DELETION_LINE = (
     "packets/P-1/packet.yml: docs/notes.md: source_missing: docs/notes.md does not exist in the "
     "index; restore the file, or update the locator in the packet"
 )
+POLICY_LINE = (
+    "policies/capsule.yml: policies/capsule.yml: policy_malformed: not valid YAML: while parsing "
+    "a flow node: expected the node content, but found '<stream end>' at line 2, column 1 "
+    "(fails 4 packets); fix the policy"
+)
 # The conftest repository's commit ids are reproducible (pinned dates), so
 # docs/guards.md can show this very line.
 RECORD_LINE = (
@@ -164,6 +169,18 @@ def test_a_policy_change_checks_every_packet(hook, repo: Repo) -> None:
         ["packets/P-1/packet.yml", "packets/P-1/packet.yml", "too_many_reads"]
     ]
     assert "1 failure in 1 of 2 packets checked" in result.err
+
+
+def test_a_broken_policy_is_reported_once(hook, repo: Repo) -> None:
+    for packet_id in ("P-2", "P-3", "P-4"):
+        add_packet(repo, packet_id, ["docs/notes.md"])
+    repo.commit()
+    repo.write("policies/capsule.yml", "target_tokens: [\n")
+    repo.git("add", "policies/capsule.yml")
+    result = hook(packets.main, repo)
+    assert result.code == 2
+    assert result.out.splitlines() == [POLICY_LINE]
+    assert "1 failure in 4 of 4 packets checked" in result.err
 
 
 def test_a_staged_new_packet_and_its_context_are_checked(hook, repo: Repo) -> None:

@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.check import check_packets, exit_code, find_packets, plural
+    from governance.check import check_packets, exit_code, find_packets, once, plural
     from governance.errors import UsageError
     from governance.output import print_json
     from governance.paths import repo_relative
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     results = check_packets(snapshot, packets)
     failures = [f for packet in packets for f in results[packet]]
     code = exit_code(failures)
+    reported = once(failures)
     at = "in the index" if args.staged else f"at HEAD ({snapshot.commit_id[:12]})"
     if args.json:
         print_json(
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        for failure in failures:
+        for failure in reported:
             print(failure.line())
         sys.stdout.flush()
     failing = sum(1 for packet in packets if results[packet])
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = "no packets to check"
     elif failures:
         verdict = (
-            f"{plural(len(failures), 'failure')} in {failing} of {plural(len(packets), 'packet')}"
+            f"{plural(len(reported), 'failure')} in {failing} of {plural(len(packets), 'packet')}"
         )
     else:
         verdict = f"{plural(len(packets), 'packet')} would build"
