@@ -141,6 +141,11 @@ class _Failures:
     def errors(self) -> list[CapsuleError]:
         return [error for _, _, error in sorted(self._found, key=lambda f: f[:2])]
 
+    @property
+    def first(self) -> CapsuleError | None:
+        """The failure met first: the one ``build`` raises."""
+        return self._found[0][2] if self._found else None
+
 
 def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     built = _build(snapshot, packet_path, _Failures(collect=False))
@@ -152,12 +157,21 @@ def check_packet(snapshot: Snapshot, packet_path: str) -> list[CapsuleError]:
     """Every reason ``packet_path`` would not build at ``snapshot``; empty when it
     builds. A policy or packet that cannot be read or parsed is the only
     failure reported, as nothing else can be checked without it."""
+    return checked_packet(snapshot, packet_path)[0]
+
+
+def checked_packet(
+    snapshot: Snapshot, packet_path: str
+) -> tuple[list[CapsuleError], CapsuleError | None]:
+    """``check_packet``'s failures, in packet order, and the one ``build``
+    would raise: the first met, not always the first listed (the budget's
+    lower bound is judged before any selection is read)."""
     failures = _Failures(collect=True)
     try:
         _build(snapshot, packet_path, failures)
     except CapsuleError as exc:
         failures.add(exc)
-    return failures.errors
+    return failures.errors, failures.first
 
 
 def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built | None:

@@ -7,14 +7,16 @@ Used by ``capsule check`` and the ``capsule-packets`` hook.
 from __future__ import annotations
 
 import posixpath
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pygit2
 
 from governance.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
-from governance.errors import EXIT_BUDGET, EXIT_OK, EXIT_SOURCE, EXIT_USAGE, CapsuleError
+from governance.errors import EXIT_OK, CapsuleError
 from governance.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 
 # What to do about a packet's failure, for codes whose message does not say it
@@ -33,9 +35,53 @@ ADVICE = {
     "over_budget": "narrow the largest reads to heading sections, or split the packet",
 }
 
-# When failures of several kinds are found, the exit code is that of the kind
-# build would have met first: malformed input, then sources, then the budget.
-_EXIT_PRECEDENCE = (EXIT_USAGE, EXIT_SOURCE, EXIT_BUDGET)
+# When the file at fault is not a required read but a file the build itself
+# needs, "update the locator" is no advice: say what fits that file.
+_MISSING = {
+    "policy": "restore the policy, or commit one",
+    "packet": "check the packet's path",
+    "context": "restore the packet's context.md, or write one",
+}
+_NAMED = {"policy": "the policy", "packet": "the packet", "context": "the packet's context.md"}
+
+
+def _advice(code: str, locator: str, packet: str) -> str:
+    own = {
+        POLICY_PATH: "policy",
+        packet: "packet",
+        posixpath.join(posixpath.dirname(packet), CONTEXT_FILE): "context",
+    }.get(locator)
+    if own is None:
+        return ADVICE.get(code, "")
+    if code == "source_missing":
+        return _MISSING[own]
+    if code in ("source_symlink", "source_not_file", "source_submodule"):
+        return f"store {_NAMED[own]} as a regular file of this repository"
+    if code == "source_not_utf8":
+        return f"store {_NAMED[own]} as UTF-8"
+    return ADVICE.get(code, "")
+
+
+# A YAML error's position, as PyYAML words it on a line of its own.
+_YAML_MARK = re.compile(r'\s+in "[^"]*", line (\d+), column (\d+):?')
+
+
+def one_line(message: str) -> str:
+    """A message on one line, keeping what locates the fault: a YAML error's
+    positions become "at line L, column C"; the source lines and carets PyYAML
+    quotes, and listings (a line ending in ":" and its indented rows, such as
+    over_budget's cost table), are left out."""
+    lines = message.splitlines()
+    if not lines:
+        return ""
+    pieces = [lines[0]]
+    for line in lines[1:]:
+        mark = _YAML_MARK.fullmatch(line)
+        if mark:
+            pieces[-1] += f" at line {mark[1]}, column {mark[2]}"
+        elif line.strip() and not line[0].isspace() and not line.endswith(":"):
+            pieces.append(line)
+    return ": ".join(pieces)
 
 
 @dataclass(frozen=True)
@@ -49,9 +95,14 @@ class Failure:
     exit_code: int
     advice: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    # The failure ``capsule build`` of this packet would stop at (a packet's
+    # failures are listed in packet order, not in the order build meets them).
+    stops_build: bool = False
+    # How many packets this one report stands for (see ``once``).
+    packets: int = 1
 
     @classmethod
-    def from_error(cls, path: str, error: CapsuleError) -> Failure:
+    def from_error(cls, path: str, error: CapsuleError, *, stops_build: bool = False) -> Failure:
         """A packet's failure: the locator that failed, or the file that did."""
         locator = error.details.get("locator") or error.details.get("path") or path
         return cls(
@@ -60,20 +111,23 @@ class Failure:
             code=error.code,
             message=error.message,
             exit_code=error.exit_code,
-            advice=ADVICE.get(error.code, ""),
+            advice=_advice(error.code, str(locator), path),
             details={k: v for k, v in error.details.items() if k not in ("locator", "path")},
+            stops_build=stops_build,
         )
 
     @property
     def what_to_do(self) -> str:
         """One line: what failed, without repeating the locator, and what to do."""
-        text = self.message.splitlines()[0] if self.message else self.code
+        text = one_line(self.message) if self.message else self.code
         for prefix in (self.locator, self.path):
             if text.startswith(f"{prefix}: "):
                 text = text[len(prefix) + 2 :]
                 break
         if self.code == "over_budget":
             text += _largest_parts(self.details.get("parts", []))
+        if self.packets > 1:
+            text += f" (fails {plural(self.packets, 'packet')})"
         return f"{text}; {self.advice}" if self.advice else text
 
     def line(self) -> str:
@@ -103,16 +157,42 @@ def _largest_parts(parts: Sequence[dict[str, Any]], n: int = 3) -> str:
     )
 
 
+def once(failures: Sequence[Failure]) -> list[Failure]:
+    """The failures to print: a failure of the policy itself (every packet is
+    built under it) is the same for every packet checked, and is printed once,
+    against the policy, saying how many packets it fails."""
+    shared = Counter((f.code, f.message) for f in failures if f.locator == POLICY_PATH)
+    out: list[Failure] = []
+    done: set[tuple[str, str]] = set()
+    for failure in failures:
+        key = (failure.code, failure.message)
+        if failure.locator != POLICY_PATH or shared[key] < 2:
+            out.append(failure)
+        elif key not in done:
+            done.add(key)
+            out.append(replace(failure, path=POLICY_PATH, packets=shared[key]))
+    return out
+
+
 def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
-def exit_code(failures: Iterable[Failure]) -> int:
-    codes = {f.exit_code for f in failures}
-    for code in _EXIT_PRECEDENCE:
-        if code in codes:
-            return code
-    return max(codes, default=EXIT_OK)
+def exit_code(failures: Sequence[Failure]) -> int:
+    """The exit code of the first failing file, listed in the order checked:
+    for a packet, the code ``capsule build`` exits with (its failure that
+    stops the build); for a record, its one failure. 0 with no failures.
+    Building the packets one by one, stopping at the first failure, exits
+    with the same code."""
+    if not failures:
+        return EXIT_OK
+    first = failures[0]
+    for failure in failures:
+        if failure.path != first.path:
+            break
+        if failure.stops_build:
+            return failure.exit_code
+    return first.exit_code
 
 
 def _packet_blobs(tree: pygit2.Tree) -> list[tuple[str, pygit2.Object]]:
@@ -137,12 +217,13 @@ def find_packets(tree: pygit2.Tree) -> list[str]:
 
 def check_packets(snapshot: Snapshot, packets: Iterable[str]) -> dict[str, list[Failure]]:
     """Every failure of each packet (an empty list when it builds), in order."""
-    from governance.builder import check_packet
+    from governance.builder import checked_packet
 
-    return {
-        packet: [Failure.from_error(packet, e) for e in check_packet(snapshot, packet)]
-        for packet in packets
-    }
+    results = {}
+    for packet in packets:
+        errors, first = checked_packet(snapshot, packet)
+        results[packet] = [Failure.from_error(packet, e, stops_build=e is first) for e in errors]
+    return results
 
 
 class ReverseIndex:
@@ -187,7 +268,13 @@ def _dependencies(packet_path: str, entry: pygit2.Object) -> set[str] | None:
     if not isinstance(entry, pygit2.Blob) or entry.filemode not in (MODE_FILE, MODE_EXEC):
         return None
     try:
-        reads = required_reads(entry.data.decode("utf-8"))
+        # A blob missing (a partial clone) or unreadable: the check of the
+        # packet, which counts as affected by every change, says so.
+        data = entry.data
+    except (KeyError, pygit2.GitError):
+        return None
+    try:
+        reads = required_reads(data.decode("utf-8"))
         if reads is None:
             return None
         paths = {parse_locator(locator).path for locator in reads}

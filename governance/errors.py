@@ -54,3 +54,19 @@ class BudgetError(CapsuleError):
 
     default_code = "over_budget"
     exit_code = EXIT_BUDGET
+
+
+def coded(exc: BaseException) -> CapsuleError | None:
+    """``exc`` as the coded error a command reports for it, or None when it is
+    not the user's to fix (a bug: let it raise). The file system said no
+    (``io_error``), or git did (``git_error``, a corrupt or unreadable
+    object or repository); both exit 2."""
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return CapsuleError(f"{where}{exc.strerror or exc}", code="io_error")
+    import sys
+
+    pygit2 = sys.modules.get("pygit2")
+    if pygit2 is not None and isinstance(exc, pygit2.GitError):
+        return CapsuleError(f"git: {exc}", code="git_error")
+    return None

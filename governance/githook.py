@@ -1,10 +1,13 @@
-"""A plain git pre-commit hook running the same checks as the pre-commit hooks,
-for repositories that do not use the pre-commit framework."""
+"""Plain git hooks running the same checks as the pre-commit hooks, for
+repositories that do not use the pre-commit framework: ``pre-commit``, and
+``pre-merge-commit`` for the merges git commits on its own (a merge without
+conflicts never runs the pre-commit hook)."""
 
 from __future__ import annotations
 
 import os
 import shlex
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,20 +16,30 @@ import pygit2
 
 from governance.errors import UsageError
 
-MARKER = "# git-capsule pre-commit hook, written by `capsule install-hook`."
+# The hooks written, one script for both.
+HOOKS = ("pre-commit", "pre-merge-commit")
+
+MARKER = "# git-capsule hook, written by `capsule install-hook`."
+# In every hook any version of install-hook wrote, this one's included.
+_OURS = b"written by `capsule install-hook`"
 
 # Runs both hooks with no paths, so each takes what is staged. Prefers the
 # interpreter that installed it; falls back to the console scripts on PATH.
+# git runs hooks from the top of the work tree: -P (safe path, Python 3.11)
+# keeps that folder off sys.path, so a yaml.py or pygit2.py of the repository
+# being checked is never imported in place of the real library. The console
+# scripts put their own folder first, never the current one.
 _TEMPLATE = """\
 #!/bin/sh
 {marker}
 # Against the index (the staged tree): every packet a staged change affects must
 # still build (capsule-packets), and every staged capsule record must replay
-# identically (capsule-records). Skip once with: git commit --no-verify
+# identically (capsule-records). Runs as pre-commit and as pre-merge-commit.
+# Skip once with: git commit --no-verify (git merge --no-verify)
 INSTALL_PYTHON={python}
 if [ -x "$INSTALL_PYTHON" ]; then
-    packets() {{ "$INSTALL_PYTHON" -m capsule_hooks.packets; }}
-    records() {{ "$INSTALL_PYTHON" -m capsule_hooks.records; }}
+    packets() {{ "$INSTALL_PYTHON" -P -m capsule_hooks.packets; }}
+    records() {{ "$INSTALL_PYTHON" -P -m capsule_hooks.records; }}
 elif command -v capsule-packets >/dev/null 2>&1; then
     packets() {{ capsule-packets; }}
     records() {{ capsule-records; }}
@@ -84,43 +97,72 @@ def _read_regular(path: Path) -> bytes | None:
 
 @dataclass(frozen=True)
 class Installed:
+    hook: str  # "pre-commit" or "pre-merge-commit"
     path: Path
     action: str  # "installed", "unchanged" or "replaced"
 
 
-def install_hook(repo: pygit2.Repository, *, force: bool = False) -> Installed:
-    from governance.output import write_atomic
+def _action(target: Path, script: bytes, force: bool) -> str:
+    """What installing ``script`` at ``target`` does, or UsageError ``hook_exists``."""
+    if not os.path.lexists(target):
+        return "installed"
+    current = _read_regular(target)
+    if current == script:
+        # Ours, word for word; rewritten only when git would skip it.
+        return "unchanged" if os.access(target, os.X_OK) else "installed"
+    if force:
+        return "replaced"
+    ours = current is not None and _OURS in current
+    what = (
+        "a git-capsule hook written for another interpreter or version"
+        if ours
+        else "a different hook"
+    )
+    raise UsageError(
+        f"{target} already holds {what}; keep it, or replace it with capsule install-hook --force",
+        code="hook_exists",
+        path=str(target),
+    )
 
-    target = hooks_dir(repo) / "pre-commit"
-    script = hook_script().encode("utf-8")
-    action = "installed"
-    if os.path.lexists(target):
-        current = _read_regular(target)
-        if current == script:
-            if os.access(target, os.X_OK):
-                return Installed(target, "unchanged")
-            # Ours, word for word, but git would skip it: rewrite it executable.
-        elif not force:
-            ours = current is not None and MARKER.encode("utf-8") in current
-            what = (
-                "a git-capsule hook written for another interpreter or version"
-                if ours
-                else "a different hook"
-            )
-            raise UsageError(
-                f"{target} already holds {what}; keep it, or replace it with "
-                "capsule install-hook --force",
-                code="hook_exists",
-                path=str(target),
-            )
-        else:
-            action = "replaced"
+
+def _make_executable(target: Path) -> None:
+    """u+rwx, and x wherever the umask left r: git skips a hook it cannot run,
+    without a word. Verified, not assumed (a noexec mount, an odd ACL)."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        mode = stat.S_IMODE(target.stat().st_mode)
+        mode |= stat.S_IRWXU
+        mode |= stat.S_IXGRP if mode & stat.S_IRGRP else 0
+        mode |= stat.S_IXOTH if mode & stat.S_IROTH else 0
+        target.chmod(mode)
     except OSError as exc:
         raise UsageError(
-            f"{target.parent}: cannot create the hooks folder: {exc.strerror}",
-            code="output_failed",
+            f"{target}: cannot make the hook executable: {exc.strerror}", code="output_failed"
         ) from None
-    write_atomic(str(target), script, mode=0o777)
-    return Installed(target, action)
+    if not os.access(target, os.X_OK):
+        raise UsageError(
+            f"{target}: the hook was written but cannot be executed here (a noexec file "
+            "system?); git would skip it",
+            code="hook_not_executable",
+            path=str(target),
+        )
+
+
+def install_hook(repo: pygit2.Repository, *, force: bool = False) -> list[Installed]:
+    """Write every hook of HOOKS, or none: a different hook already in place is
+    refused (``hook_exists``) before anything is written, unless ``force``."""
+    from governance.output import write_atomic
+
+    folder = hooks_dir(repo)
+    script = hook_script().encode("utf-8")
+    plan = [Installed(name, folder / name, _action(folder / name, script, force)) for name in HOOKS]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"{folder}: cannot create the hooks folder: {exc.strerror}", code="output_failed"
+        ) from None
+    for hook in plan:
+        if hook.action != "unchanged":
+            write_atomic(str(hook.path), script, mode=0o777)
+            _make_executable(hook.path)
+    return plan

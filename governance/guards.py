@@ -1,7 +1,9 @@
 """What the pre-commit hooks run (``hooks/``), against the staged tree only.
 
-Each hook takes the paths pre-commit passes it or, given none, what is staged
-(the difference between HEAD and the index). Failures are printed one per line
+Each hook takes what is staged (the difference between HEAD and the index)
+together with the paths pre-commit passes it: a consumer's ``exclude:`` or
+``pre-commit run --files`` can leave a staged change out of those paths, and it
+is committed all the same. Failures are printed one per line
 on stdout, ``path: locator: code: what to do``; a summary goes to stderr.
 """
 
@@ -13,8 +15,8 @@ from dataclasses import dataclass
 
 import pygit2
 
-from governance.check import Failure, exit_code, plural
-from governance.errors import CapsuleError
+from governance.check import Failure, exit_code, once, plural
+from governance.errors import CapsuleError, coded
 
 
 @dataclass(frozen=True)
@@ -31,17 +33,16 @@ def _paths(repo: pygit2.Repository, filenames: Sequence[str]) -> list[str]:
 
 
 def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
-    """Every packet that a path in ``filenames`` (or, given none, a staged
-    change) can affect must build against the index."""
+    """Every packet that a staged change or a path in ``filenames`` can affect
+    must build against the index."""
     from governance.check import ReverseIndex, check_packets
     from governance.staged import index_tree, open_index, staged_changes, staged_snapshot
 
     tree = index_tree(repo, open_index(repo))
     staged = staged_changes(repo, tree)
-    changed = set(_paths(repo, filenames)) if filenames else set(staged.changed)
-    # pre-commit never passes a deleted path, and deleting a file a packet
-    # reads is exactly what must be caught.
-    changed |= staged.deleted
+    # Staged deletions included: pre-commit never passes a deleted path, and
+    # deleting a file a packet reads is exactly what must be caught.
+    changed = set(staged.changed) | set(_paths(repo, filenames))
     if not changed:
         return GuardReport("packet", (), ())
     snapshot = staged_snapshot(repo, tree)
@@ -52,17 +53,14 @@ def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
 
 
 def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
-    """Every record among ``filenames`` (or, given none, every staged record)
-    must be read from the index, pass the pre-checks and replay identically."""
+    """Every staged record, and every record among ``filenames``, must be read
+    from the index, pass the pre-checks and replay identically."""
     from governance.record_check import check_record, is_record_path
     from governance.staged import index_tree, open_index, staged_changes, staged_snapshot
 
     tree = index_tree(repo, open_index(repo))
-    if filenames:
-        candidates = set(_paths(repo, filenames))
-    else:
-        staged = staged_changes(repo, tree)
-        candidates = set(staged.changed - staged.deleted)
+    staged = staged_changes(repo, tree)
+    candidates = set(staged.changed - staged.deleted) | set(_paths(repo, filenames))
     records = sorted(p for p in candidates if is_record_path(p))
     snapshot = staged_snapshot(repo, tree)
     failures = tuple(f for record in records for f in check_record(repo, snapshot, record))
@@ -80,15 +78,19 @@ def run_hook(
 
     try:
         report = guard(open_repository(), filenames)
-    except CapsuleError as error:
+    except (CapsuleError, OSError, pygit2.GitError) as exc:
+        error = exc if isinstance(exc, CapsuleError) else coded(exc)
+        if error is None:
+            raise
         print(f"{name}: error [{error.code}]: {error.message}", file=sys.stderr)
         return error.exit_code
-    for failure in report.failures:
+    reported = once(report.failures)
+    for failure in reported:
         print(failure.line())
     if report.failures:
         failing = len({f.path for f in report.failures})
         print(
-            f"{name}: {plural(len(report.failures), 'failure')} in {failing} of "
+            f"{name}: {plural(len(reported), 'failure')} in {failing} of "
             f"{plural(len(report.checked), report.what)} checked against the index",
             file=sys.stderr,
         )

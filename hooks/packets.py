@@ -10,14 +10,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="capsule-packets",
         description=(
-            "Check, against the index (the staged tree), every packet that PATHs can "
-            "affect: its packet.yml or context.md, the policy, or a file it reads. With no "
-            "PATH, the staged changes. Staged deletions always count. Prints one line per "
-            "failure: path: locator: code: what to do."
+            "Check, against the index (the staged tree), every packet that a staged change "
+            "(deletions included) or a PATH can affect: its packet.yml or context.md, the "
+            "policy, or a file it reads. Staged changes count whether or not they are among "
+            "the PATHs. Prints one line per failure: path: locator: code: what to do."
         ),
     )
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="changed paths (pre-commit passes them)"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="changed paths (pre-commit passes them), besides what is staged",
     )
     args = parser.parse_args(argv)
 

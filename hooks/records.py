@@ -10,15 +10,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="capsule-records",
         description=(
-            "Check each capsule record (packets/<ID>/capsules/<commit>.json) among PATHs, "
-            "or with no PATH every staged record, read from the index: canonical, "
+            "Check every staged capsule record (packets/<ID>/capsules/<commit>.json) and "
+            "every record among PATHs, read from the index: canonical, "
             "internally consistent, in its place, its commit present, and replaying "
             "byte for byte at that commit. Prints one line per failure: "
             "path: locator: code: what to do."
         ),
     )
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="paths to check; other files are ignored"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="records to check besides the staged ones; other files are ignored",
     )
     args = parser.parse_args(argv)
 

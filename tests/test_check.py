@@ -68,7 +68,29 @@ CASES = {
         [("policy", "target_tokens: lots\n")],
         [("policies/capsule.yml", "policy_malformed")],
     ),
+    # Listed in packet order, but build meets the budget's lower bound (the raw
+    # size of docs/big.md) before it reads the heading that is gone.
+    "over the budget floor, then a missing heading": (
+        [
+            ("write", "docs/big.md", "word " * 3000),
+            (
+                "write",
+                PACKET,
+                packet_yaml(
+                    "P-1",
+                    ["docs/big.md", "docs/roadmap.md#phase-9"],
+                    budget="{target_tokens: 1000}",
+                ),
+            ),
+        ],
+        [("docs/roadmap.md#phase-9", "heading_missing"), (PACKET, "over_budget")],
+    ),
 }
+
+
+def where(error: CapsuleError) -> str:
+    # As the check reports it: the locator or file at fault, else the packet.
+    return error.details.get("locator") or error.details.get("path") or PACKET
 
 
 def apply(repo: Repo, changes: list[tuple]) -> None:
@@ -90,8 +112,7 @@ def test_check_packet_collects_every_failure(repo: Repo, case: str) -> None:
     changes, expected = CASES[case]
     apply(repo, changes)
     snapshot = Snapshot.at(open_repository(repo.path))
-    found = [(e.details.get("locator") or e.details.get("path"), e.code) for e in
-             check_packet(snapshot, PACKET)]  # fmt: skip
+    found = [(where(e), e.code) for e in check_packet(snapshot, PACKET)]
     assert found == expected
 
 
@@ -106,17 +127,22 @@ def test_check_command_reports_every_failure(cli, repo: Repo, case: str) -> None
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_build_still_fails_on_the_first(repo: Repo, case: str) -> None:
+def test_build_still_fails_on_the_first(cli, repo: Repo, case: str) -> None:
     changes, expected = CASES[case]
     apply(repo, changes)
     snapshot = Snapshot.at(open_repository(repo.path))
+    checked = check(cli, repo, PACKET).code
     if not expected:
         assert build_capsule(snapshot, PACKET).packet.id == "P-1"
+        assert checked == 0
         return
     with pytest.raises(CapsuleError) as info:
         build_capsule(snapshot, PACKET)
     error = info.value
-    assert (error.details.get("locator") or error.details.get("path"), error.code) in expected
+    assert (where(error), error.code) in expected
+    # check exits with the code build exits with: that of the failure build meets first.
+    assert checked == error.exit_code
+    assert cli(["build", PACKET], cwd=repo.path).code == checked
 
 
 def test_pass_prints_nothing_on_stdout(cli, repo: Repo) -> None:
@@ -186,10 +212,16 @@ def test_all_checks_every_packet_and_exit_follows_build_order(cli, repo: Repo) -
     code, data = report(cli, repo, "--all")
     assert [p["path"] for p in data["packets"]] == [PACKET, P2, "packets/P-3/packet.yml"]
     assert [p["ok"] for p in data["packets"]] == [False, False, True]
-    assert code == 3  # a source failure outranks an over-budget one
+    # The exit code is build's for the first failing packet, as building them
+    # one by one and stopping at the first failure would give.
+    assert code == 3 == cli(["build", PACKET], cwd=repo.path).code
     repo.write("packets/P-3/packet.yml", "id: [")
     repo.commit()
-    assert report(cli, repo, "--all")[0] == 2  # and malformed input outranks both
+    assert report(cli, repo, "--all")[0] == 3
+    repo.write(PACKET, packet_yaml("P-1", ["docs/notes.md"]))
+    repo.commit()
+    assert report(cli, repo, "--all")[0] == 4 == cli(["build", P2], cwd=repo.path).code
+    assert report(cli, repo, "packets/P-3/packet.yml", P2)[0] == 2
 
 
 def test_all_with_no_packets(cli, repo: Repo) -> None:
@@ -222,6 +254,58 @@ def test_at_head_a_dirty_source_fails_as_for_build(cli, repo: Repo) -> None:
     code, data = report(cli, repo, PACKET)
     assert failures(data) == [(PACKET, "docs/notes.md", "source_dirty")]
     assert code == 3
+
+
+def test_a_yaml_error_keeps_its_line_and_column(cli, repo: Repo) -> None:
+    repo.write(PACKET, "id: P-1\nrequired_reads: [unclosed\n")
+    repo.commit()
+    result = check(cli, repo, PACKET)
+    assert result.code == 2
+    assert result.out.splitlines() == [
+        f"{PACKET}: {PACKET}: packet_malformed: not valid YAML: while parsing a flow sequence "
+        "at line 2, column 17: expected ',' or ']', but got '<stream end>' at line 3, column 1; "
+        "fix the packet"
+    ]
+
+
+def test_a_broken_policy_is_reported_once(cli, repo: Repo) -> None:
+    add_packet(repo, "P-2", ["docs/notes.md"])
+    repo.write("policies/capsule.yml", "target_tokens: [\n")
+    repo.commit()
+    result = check(cli, repo, "--all")
+    assert result.code == 2
+    [line] = result.out.splitlines()
+    assert line.startswith(
+        "policies/capsule.yml: policies/capsule.yml: policy_malformed: not valid YAML: "
+    )
+    assert line.endswith(" at line 2, column 1 (fails 2 packets); fix the policy")
+    assert "1 failure in 2 of 2 packets" in result.err
+    # --json still lists it under each packet.
+    assert failures(report(cli, repo, "--all")[1]) == [
+        (PACKET, "policies/capsule.yml", "policy_malformed"),
+        (P2, "policies/capsule.yml", "policy_malformed"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("missing", "advice"),
+    [
+        ("policies/capsule.yml", "restore the policy, or commit one"),
+        ("packets/P-1/context.md", "restore the packet's context.md, or write one"),
+        ("docs/notes.md", "restore the file, or update the locator in the packet"),
+    ],
+)
+def test_the_advice_for_a_missing_file_fits_the_file(cli, repo: Repo, missing, advice) -> None:
+    repo.git("rm", "-q", missing)
+    repo.commit()
+    [line] = check(cli, repo, PACKET).out.splitlines()
+    assert line.startswith(f"{PACKET}: {missing}: source_missing: ")
+    assert line.endswith(f"; {advice}")
+
+
+def test_the_advice_for_a_packet_that_does_not_exist(cli, repo: Repo) -> None:
+    [line] = check(cli, repo, "packets/P-9/packet.yml").out.splitlines()
+    assert line.endswith("; check the packet's path")
 
 
 # --- --staged ----------------------------------------------------------------

@@ -32,6 +32,11 @@ DELETION_LINE = (
     "packets/P-1/packet.yml: docs/notes.md: source_missing: docs/notes.md does not exist in the "
     "index; restore the file, or update the locator in the packet"
 )
+POLICY_LINE = (
+    "policies/capsule.yml: policies/capsule.yml: policy_malformed: not valid YAML: while parsing "
+    "a flow node: expected the node content, but found '<stream end>' at line 2, column 1 "
+    "(fails 4 packets); fix the policy"
+)
 # The conftest repository's commit ids are reproducible (pinned dates), so
 # docs/guards.md can show this very line.
 RECORD_LINE = (
@@ -46,8 +51,15 @@ RECORD_LINE = (
 def hook(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., Result]:
-    def run(main: Callable[[Sequence[str]], int], repo: Repo, *paths: str) -> Result:
+    def run(
+        main: Callable[[Sequence[str]], int],
+        repo: Repo,
+        *paths: str,
+        before: Callable[[], object] | None = None,
+    ) -> Result:
         monkeypatch.chdir(repo.path)
+        if before is not None:
+            before()
         capsys.readouterr()
         code = main(list(paths))
         captured = capsys.readouterr()
@@ -119,6 +131,16 @@ def test_a_source_grown_past_the_budget_fails(hook, repo: Repo) -> None:
     assert "(largest: docs/notes.md 13,337 tok, " in line
 
 
+def test_staged_changes_count_though_not_passed(hook, repo: Repo) -> None:
+    # A consumer's `exclude: ^docs/`, or `pre-commit run --files OTHER`, leaves
+    # the staged rename out of the paths the hook is given: it still counts.
+    rename_heading(repo)
+    repo.git("add", "docs/roadmap.md")
+    result = hook(packets.main, repo, "README.md")
+    assert result.code == 3
+    assert result.out.splitlines() == [HEADING_LINE]
+
+
 def test_only_packets_that_read_a_staged_path_are_checked(hook, repo: Repo) -> None:
     # P-2 is already broken in HEAD (committed without the hook).
     repo.write("docs/other.md", "# Other\n")
@@ -127,6 +149,7 @@ def test_only_packets_that_read_a_staged_path_are_checked(hook, repo: Repo) -> N
     repo.write("docs/notes.md", "# Notes\n\nEdited.\n")
     repo.git("add", "docs/notes.md")
     assert hook(packets.main, repo, "docs/notes.md") == Result(0, "", "")
+    repo.commit()
     repo.write("docs/other.md", "# Other\n\nEdited.\n")
     repo.git("add", "docs/other.md")
     result = hook(packets.main, repo, "docs/other.md")
@@ -146,6 +169,18 @@ def test_a_policy_change_checks_every_packet(hook, repo: Repo) -> None:
         ["packets/P-1/packet.yml", "packets/P-1/packet.yml", "too_many_reads"]
     ]
     assert "1 failure in 1 of 2 packets checked" in result.err
+
+
+def test_a_broken_policy_is_reported_once(hook, repo: Repo) -> None:
+    for packet_id in ("P-2", "P-3", "P-4"):
+        add_packet(repo, packet_id, ["docs/notes.md"])
+    repo.commit()
+    repo.write("policies/capsule.yml", "target_tokens: [\n")
+    repo.git("add", "policies/capsule.yml")
+    result = hook(packets.main, repo)
+    assert result.code == 2
+    assert result.out.splitlines() == [POLICY_LINE]
+    assert "1 failure in 4 of 4 packets checked" in result.err
 
 
 def test_a_staged_new_packet_and_its_context_are_checked(hook, repo: Repo) -> None:
@@ -195,6 +230,49 @@ def test_outside_a_repository(hook, tmp_path: Path) -> None:
     result = hook(packets.main, NotARepo)
     assert result.code == 2
     assert result.err.startswith("capsule-packets: error [not_a_repository]")
+
+
+def loose_object(repo: Repo, rev: str) -> Path:
+    oid = repo.git("rev-parse", rev)
+    return repo.path / ".git/objects" / oid[:2] / oid[2:]
+
+
+def test_a_packet_whose_blob_is_missing_is_object_missing(hook, repo: Repo) -> None:
+    # As in a blobless partial clone with a sparse checkout: the index names
+    # the blob, the object database does not hold it.
+    add_packet(repo, "P-2", ["docs/notes.md"])
+    repo.commit()
+    loose_object(repo, "HEAD:packets/P-2/packet.yml").unlink()
+    repo.write("docs/unrelated.md", "# Unrelated\n")
+    repo.git("add", "docs/unrelated.md")
+    result = hook(packets.main, repo)
+    assert result.code == 3
+    [line] = result.out.splitlines()
+    assert line.startswith("packets/P-2/packet.yml: packets/P-2/packet.yml: object_missing: blob ")
+
+
+def test_a_corrupt_object_is_a_coded_error_not_a_traceback(hook, repo: Repo) -> None:
+    add_packet(repo, "P-2", ["docs/notes.md"])
+    repo.commit()
+    corrupt = loose_object(repo, "HEAD:packets/P-2/packet.yml")
+    corrupt.chmod(0o644)
+    corrupt.write_bytes(b"not a zlib stream")
+    repo.write("docs/unrelated.md", "# Unrelated\n")
+    repo.git("add", "docs/unrelated.md")
+    result = hook(packets.main, repo)
+    assert result.code == 2
+    assert result.out == ""
+    assert result.err.startswith("capsule-packets: error [git_error]: git: ")
+
+
+def test_a_vanished_working_folder_is_a_coded_error(hook, repo: Repo, tmp_path) -> None:
+    class Gone:
+        path = tmp_path / "gone"
+
+    Gone.path.mkdir()
+    result = hook(packets.main, Gone, before=Gone.path.rmdir)
+    assert result.code == 2
+    assert result.err.startswith("capsule-packets: error [io_error]: ")
 
 
 # --- the reverse index ---------------------------------------------------------
@@ -347,6 +425,64 @@ def test_a_record_whose_commit_is_not_here(hook, cli, repo: Repo) -> None:
     assert result.out.startswith(f"{record_path(missing)}: $: commit_missing: commit {missing}")
 
 
+def record_at(cli, repo: Repo, commit: str) -> str:
+    """A genuine record of P-1 built at ``commit``, written and staged."""
+    path = record_path(commit)
+    (repo.path / path).parent.mkdir(parents=True, exist_ok=True)
+    assert cli(["build", PACKET, "--at", commit, "-o", path], cwd=repo.path).code == 0
+    repo.git("add", path)
+    return path
+
+
+def test_a_record_of_an_amended_commit_is_unreachable(hook, cli, repo: Repo) -> None:
+    # The commit is still in the object store, but no longer in the branch's
+    # history: audit would report commit_unreachable, so the hook refuses it.
+    repo.write("docs/notes.md", "# Notes\n\nFirst wording.\n")
+    amended = repo.commit("to be amended")
+    repo.git("commit", "-q", "--amend", "-m", "amended")
+    assert repo.head() != amended
+    path = record_at(cli, repo, amended)
+    result = hook(records.main, repo, path)
+    assert result.code == 3
+    [line] = result.out.splitlines()
+    assert line.startswith(
+        f"{path}: $: commit_unreachable: declared commit {amended[:12]} is not in the history "
+        f"of HEAD ({repo.head()[:12]})"
+    )
+    assert "rebuild the record at a commit of this branch" in line
+    # A record of HEAD, or of an ancestor of it, passes.
+    repo.git("rm", "-q", "--cached", path)
+    assert hook(records.main, repo, record_at(cli, repo, repo.head())).code == 0
+    assert hook(records.main, repo, record_at(cli, repo, repo.git("rev-parse", "HEAD~1"))).code == 0
+
+
+def test_a_record_of_another_branch_passes_only_while_merging_it(hook, cli, repo: Repo) -> None:
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("docs/side.md", "# Side\n")
+    side = repo.commit("side")
+    repo.git("checkout", "-q", "main")
+    repo.write("docs/main.md", "# Main\n")
+    repo.commit("main")
+    path = record_at(cli, repo, side)
+    assert "commit_unreachable" in hook(records.main, repo, path).out
+    repo.git("rm", "-q", "--cached", path)
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "side")
+    repo.git("add", path)
+    assert hook(records.main, repo, path) == Result(0, "", "")
+
+
+def test_a_record_before_the_first_commit_is_refused(hook, cli, repo: Repo) -> None:
+    head = repo.head()
+    path = record_at(cli, repo, head)
+    repo.git("checkout", "-q", "--orphan", "fresh")  # no commits on this branch yet
+    result = hook(records.main, repo, path)
+    assert result.code == 3
+    assert result.out.startswith(
+        f"{path}: $: commit_unreachable: declared commit {head[:12]} is not in the history "
+        "of HEAD (there are no commits yet)"
+    )
+
+
 def test_a_record_that_cannot_be_built_at_its_commit(hook, cli, repo: Repo) -> None:
     _, data = build_record(cli, repo)
     rename_heading(repo)
@@ -369,6 +505,28 @@ def test_records_are_read_from_the_index(hook, cli, repo: Repo) -> None:
     stage(repo, path, forged)
     repo.write(path, data)  # and the other way round
     assert hook(records.main, repo, path).code == 1
+
+
+def test_a_record_staged_as_a_symlink_is_not_a_file(hook, cli, repo: Repo) -> None:
+    path, _ = build_record(cli, repo)
+    repo.git("rm", "-q", "--cached", path)
+    (repo.path / path).rename(repo.path / "docs/genuine.json")
+    os.symlink("../../../docs/genuine.json", repo.path / path)
+    repo.git("add", "-A")
+    result = hook(records.main, repo, path)
+    assert result.code == 3
+    assert result.out.splitlines() == [
+        f"{path}: $: record_not_file: {path} is a symbolic link in the index, not a record "
+        "file; stage the record itself, as capsule build wrote it"
+    ]
+
+
+def test_staged_records_count_though_not_passed(hook, cli, repo: Repo) -> None:
+    path, data = build_record(cli, repo)
+    stage(repo, path, forge_excerpt(data))
+    result = hook(records.main, repo, "docs/notes.md")
+    assert result.code == 1
+    assert result.out.splitlines() == [RECORD_LINE]
 
 
 def test_other_paths_are_ignored_and_unstaged_records_reported(hook, repo: Repo) -> None:

@@ -68,7 +68,7 @@ def test_every_hook_is_a_console_script_and_runs_on_our_own_packets() -> None:
         # This repository runs the same hook, from its own .venv.
         ours = local[hook["id"]]
         assert ours["entry"] == f".venv/bin/{hook['entry']}"
-        for key in ("files", "always_run", "require_serial"):
+        for key in ("files", "types", "types_or", "always_run", "require_serial"):
             assert ours.get(key) == hook.get(key), (hook["id"], key)
 
 
@@ -182,3 +182,11 @@ def test_all_files_reads_the_index_and_records_are_replayed(consumer, cli) -> No
     assert done.returncode == 1
     assert f"{record}: " in done.stdout
     assert "- hook id: capsule-records" in done.stdout
+    # A record staged as a symbolic link reaches the hook, which refuses it.
+    (repo.path / record).unlink()
+    (repo.path / "docs/genuine.json").write_bytes(genuine)
+    (repo.path / record).symlink_to("../../../docs/genuine.json")
+    repo.git("add", "-A")
+    done = run()
+    assert done.returncode == 1
+    assert f"{record}: $: record_not_file: " in done.stdout

@@ -20,9 +20,9 @@ def register(sub: Any) -> None:
             "emitting a capsule, and report every failure, not only the first: one line per "
             "failure on stdout, 'path: locator: code: what to do', and a summary on stderr. "
             "Reads HEAD, where every source must also be clean in the working tree, as for "
-            "build; with --staged, reads every byte from the index instead. When failures "
-            "of several kinds are found the exit code is that of the first kind build "
-            "meets: 2 (malformed), then 3 (source), then 4 (budget)."
+            "build; with --staged, reads every byte from the index instead. With failures, "
+            "the exit code is the one build exits with for the first failing packet (the "
+            "failure build meets first, which need not be the first listed)."
         ),
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.check import check_packets, exit_code, find_packets, plural
+    from governance.check import check_packets, exit_code, find_packets, once, plural
     from governance.errors import UsageError
     from governance.output import print_json
     from governance.paths import repo_relative
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     results = check_packets(snapshot, packets)
     failures = [f for packet in packets for f in results[packet]]
     code = exit_code(failures)
+    reported = once(failures)
     at = "in the index" if args.staged else f"at HEAD ({snapshot.commit_id[:12]})"
     if args.json:
         print_json(
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        for failure in failures:
+        for failure in reported:
             print(failure.line())
         sys.stdout.flush()
     failing = sum(1 for packet in packets if results[packet])
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = "no packets to check"
     elif failures:
         verdict = (
-            f"{plural(len(failures), 'failure')} in {failing} of {plural(len(packets), 'packet')}"
+            f"{plural(len(reported), 'failure')} in {failing} of {plural(len(packets), 'packet')}"
         )
     else:
         verdict = f"{plural(len(packets), 'packet')} would build"

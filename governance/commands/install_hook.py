@@ -1,4 +1,5 @@
-"""``capsule install-hook``: a plain git pre-commit hook running the guards."""
+"""``capsule install-hook``: plain git hooks (pre-commit, pre-merge-commit)
+running the guards."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from governance.cli import EXIT_CODES, add_json_flag
 
-HELP = "write a git pre-commit hook that runs the capsule guards"
+HELP = "write git pre-commit and pre-merge-commit hooks that run the capsule guards"
 
 
 def register(sub: Any) -> None:
@@ -17,18 +18,18 @@ def register(sub: Any) -> None:
         help=HELP,
         description=(
             "For repositories that do not use the pre-commit framework: write the "
-            "repository's pre-commit hook (in core.hooksPath when it is set, else in the "
-            "git dir's hooks folder). The hook runs capsule-packets and capsule-records "
-            "against the index with the Python that runs this command, or the console "
-            "scripts on PATH when that Python is gone. Running it again is a no-op; an "
-            "existing different hook is kept unless --force is given."
+            "repository's pre-commit and pre-merge-commit hooks (in core.hooksPath when it "
+            "is set, else in the git dir's hooks folder; git commits a merge without "
+            "conflicts without running pre-commit). Both run capsule-packets and "
+            "capsule-records against the index with the Python that runs this command, or "
+            "the console scripts on PATH when that Python is gone. Running it again is a "
+            "no-op; when either hook exists and differs, nothing is written unless --force "
+            "is given."
         ),
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--force", action="store_true", help="replace an existing, different pre-commit hook"
-    )
+    parser.add_argument("--force", action="store_true", help="replace existing, different hooks")
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -40,11 +41,19 @@ def run(args: argparse.Namespace) -> int:
 
     installed = install_hook(open_repository(), force=args.force)
     if args.json:
-        print_json({"path": str(installed.path), "action": installed.action})
+        print_json(
+            {
+                "hooks": [
+                    {"hook": hook.hook, "path": str(hook.path), "action": hook.action}
+                    for hook in installed
+                ]
+            }
+        )
     messages = {
         "installed": "installed",
         "replaced": "replaced the previous hook with",
         "unchanged": "already installed, unchanged:",
     }
-    print(f"capsule: {messages[installed.action]} {installed.path}", file=sys.stderr)
+    for hook in installed:
+        print(f"capsule: {messages[hook.action]} {hook.path}", file=sys.stderr)
     return 0
