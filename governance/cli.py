@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from governance import __version__
-from governance.errors import EXIT_USAGE, CapsuleError, UsageError
+from governance.errors import CapsuleError, UsageError, coded
 
 COMMANDS = (
     "build",
@@ -110,15 +110,10 @@ def _main(argv: list[str]) -> int:
         return 130
     except BrokenPipeError:
         raise
-    except OSError as exc:
-        # The file system said no (permissions, a vanished file): a user's
-        # problem to fix, not a crash.
-        where = f"{exc.filename}: " if exc.filename else ""
-        _report(CapsuleError(f"{where}{exc.strerror or exc}", code="io_error"), as_json)
-        return EXIT_USAGE
     except Exception as exc:
-        pygit2 = sys.modules.get("pygit2")
-        if pygit2 is not None and isinstance(exc, pygit2.GitError):
-            _report(CapsuleError(f"git: {exc}", code="git_error"), as_json)
-            return EXIT_USAGE
-        raise
+        # The file system or git said no: the user's to fix, not a crash.
+        reported = coded(exc)
+        if reported is None:
+            raise
+        _report(reported, as_json)
+        return reported.exit_code
