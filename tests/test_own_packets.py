@@ -26,3 +26,14 @@ def test_own_packet_builds_at_head(packet: str) -> None:
     built = build_capsule(Snapshot.at(repo, head), packet)
     assert built.document["commit"] == head
     assert built.estimated_tokens <= built.limits.target_tokens
+
+
+def test_own_records_replay_identically(cli) -> None:
+    import json
+
+    # Every capsule record this repository has committed must still rebuild
+    # byte for byte at its declared commit: the builder cannot drift silently.
+    result = cli(["audit", "--json"], cwd=ROOT)
+    report = json.loads(result.out)
+    assert report["counts"]["records"] >= 1, report["counts"]
+    assert result.code == 0, [r for r in report["results"] if r["result"] != "identical"]
