@@ -4,7 +4,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from governance.slug import github_slug
 
@@ -44,6 +44,15 @@ def _parser() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table").enable("strikethrough")
+
+
+@cache
+def _block_parser() -> MarkdownIt:
+    # Block structure only: inline markup is parsed for headings alone (most of
+    # a document is paragraphs, whose inline parse would be thrown away).
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").enable("strikethrough").disable("inline")
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -92,12 +101,15 @@ def parse_headings(text: str) -> list[Heading]:
     # GitHub drops a leading byte order mark; markdown-it would make it part of line 1.
     if text.startswith("\ufeff"):
         text = text[1:]
-    tokens = _parser().parse(_blank_front_matter(text))
+    # The block pass fills env with the document's link reference definitions,
+    # which the inline parse of a heading like `## [Title][ref]` needs.
+    env: dict[str, Any] = {}
+    tokens = _block_parser().parse(_blank_front_matter(text), env)
     headings: list[Heading] = []
     for index, token in enumerate(tokens):
         if token.type != "heading_open" or token.map is None:
             continue
-        inline = tokens[index + 1]
+        inline = _parser().parseInline(tokens[index + 1].content, env)[0]
         # Not stripped: markdown-it already trims the source, so edge whitespace only comes
         # from markup such as a leading image, and GitHub keeps it (`# ![x](y) Title` -> "-title").
         rendered = _render(inline.children or [])

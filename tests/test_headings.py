@@ -300,3 +300,12 @@ def test_github_rendered_fixture_document() -> None:
         anchors.append(anchor)
     assert anchors == [entry["expected"] for entry in _FIXTURES]
     assert [h.text for h in headings] == [entry["input"] for entry in _FIXTURES]
+
+
+def test_reference_link_in_heading_resolves_with_the_documents_definitions() -> None:
+    # Inline markup of headings is parsed apart from the block pass; the link
+    # reference definitions the block pass collects must still apply.
+    text = "## [Title][ref] and [Other][missing]\n\n[ref]: https://example.invalid/\n"
+    (heading,) = parse_headings(text)
+    assert heading.text == "Title and [Other][missing]"
+    assert heading.slug == "title-and-othermissing"
