@@ -60,6 +60,22 @@ def forge_whole_read(data: bytes, index: int, text: str) -> bytes:
     return forge(data, edit)
 
 
+def record_on_a_deleted_branch(cli: Cli, repo: Repo) -> tuple[str, str]:
+    """A record committed on main whose declared commit only ever lived on a
+    branch that was then deleted (as after a squash merge)."""
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("docs/notes.md", "# Notes\n\nOn the side branch.\n")
+    side = repo.commit("side work")
+    data = (repo.path / record(cli, repo)).read_bytes()
+    repo.git("checkout", "-q", "-f", "main")
+    repo.git("clean", "-q", "-fd")
+    repo.git("branch", "-q", "-D", "side")
+    path = f"packets/P-1/capsules/{side[:12]}.json"
+    repo.write(path, data)
+    repo.commit("squash-merged: only the record came across")
+    return path, side
+
+
 def audit(cli: Cli, repo: Repo | Path, *args: str) -> tuple[int, dict[str, Any]]:
     where = repo.path if isinstance(repo, Repo) else repo
     result = cli(["audit", "--json", *args], cwd=where)

@@ -22,6 +22,7 @@ from history import (
     git,
     make_history,
     record,
+    record_on_a_deleted_branch,
 )
 
 
@@ -119,16 +120,7 @@ def test_corrupt_record_is_an_error_row(cli, history: History) -> None:
 
 
 def test_unreachable_declared_commit(cli, repo: Repo, tmp_path) -> None:
-    repo.git("checkout", "-q", "-b", "side")
-    repo.write("docs/notes.md", "# Notes\n\nSide.\n")
-    side = repo.commit("side")
-    data = (repo.path / record(cli, repo)).read_bytes()
-    repo.git("checkout", "-q", "-f", "main")
-    repo.git("clean", "-q", "-fd")
-    repo.git("branch", "-q", "-D", "side")
-    path = f"packets/P-1/capsules/{side[:12]}.json"
-    repo.write(path, data)
-    repo.commit("the record without its commit")
+    _, side = record_on_a_deleted_branch(cli, repo)
     # Here the commit object survives (unreachable), so the replay itself works, but
     # the record's own history does not hold it.
     code, report = audit(cli, repo)

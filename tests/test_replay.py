@@ -11,7 +11,16 @@ from governance.hashing import sha256_hex
 from governance.reader import READERS, read_capsule
 from governance.replay import replay_capsule
 from governance.snapshot import open_repository
-from history import P1, P2, forge, forge_target, forge_whole_read, git, record
+from history import (
+    P1,
+    P2,
+    forge,
+    forge_target,
+    forge_whole_read,
+    git,
+    record,
+    record_on_a_deleted_branch,
+)
 
 
 def replay(cli, where: Path, capsule: Path | str, *args: str) -> tuple[int, dict]:
@@ -177,24 +186,8 @@ def test_forged_record_over_budget_at_its_commit(cli, repo: Repo) -> None:
 # --- the declared commit is not here ------------------------------------------
 
 
-def _record_on_a_deleted_branch(cli, repo: Repo) -> tuple[str, str]:
-    """A record committed on main whose declared commit only ever lived on a
-    branch that was then deleted (as after a squash merge)."""
-    repo.git("checkout", "-q", "-b", "side")
-    repo.write("docs/notes.md", "# Notes\n\nOn the side branch.\n")
-    side = repo.commit("side work")
-    data = (repo.path / record(cli, repo)).read_bytes()
-    repo.git("checkout", "-q", "-f", "main")
-    repo.git("clean", "-q", "-fd")
-    repo.git("branch", "-q", "-D", "side")
-    path = f"packets/P-1/capsules/{side[:12]}.json"
-    repo.write(path, data)
-    repo.commit("squash-merged: only the record came across")
-    return path, side
-
-
 def test_commit_missing_in_a_fresh_clone(cli, repo: Repo, tmp_path) -> None:
-    path, side = _record_on_a_deleted_branch(cli, repo)
+    path, side = record_on_a_deleted_branch(cli, repo)
     # The original still holds the dangling commit, so its replay works there ...
     assert replay(cli, repo.path, repo.path / path)[0] == 0
     # ... but a clone only gets what is reachable.
