@@ -52,9 +52,9 @@ from typing import Any
 
 import pygit2
 
-from governance.builder import build_capsule
-from governance.cache import BlobCache
-from governance.snapshot import Snapshot
+from governance.core.builder import build_capsule
+from governance.core.cache import BlobCache
+from governance.core.snapshot import Snapshot
 
 SEED = 20260301
 N_DOCS = 24

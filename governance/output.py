@@ -9,7 +9,7 @@ import sys
 import tempfile
 from typing import Any
 
-from governance import canonical
+from governance.core import canonical
 from governance.errors import UsageError
 
 

@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from governance.guards import packets_guard, run_hook
+    from governance.guards.hooks import packets_guard, run_hook
 
     return run_hook("capsule-packets", packets_guard, args.paths)
 

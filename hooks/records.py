@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from governance.guards import records_guard, run_hook
+    from governance.guards.hooks import records_guard, run_hook
 
     return run_hook("capsule-records", records_guard, args.paths)
 

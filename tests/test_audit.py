@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gitrepo import ROADMAP, Repo
-from governance import audit as audit_module
+from governance.history import audit as audit_module
 from history import (
     P2,
     History,

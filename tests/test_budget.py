@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from governance import budget, canonical
+from governance.core import budget, canonical
 from governance.errors import BudgetError
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitrepo import Repo, packet_yaml
-from governance.hashing import git_blob_id, sha256_hex
+from governance.core.hashing import git_blob_id, sha256_hex
 
 PACKET = "packets/P-1/packet.yml"
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.cache import BlobCache
+from governance.core.cache import BlobCache
 
 
 def test_values_are_computed_once_per_key() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from governance import canonical
+from governance.core import canonical
 from governance.errors import MalformedInput
 
 json_values = st.recursive(

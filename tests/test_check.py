@@ -5,9 +5,9 @@ import json
 import pytest
 
 from gitrepo import Repo, packet_yaml
-from governance.builder import build_capsule, check_packet
+from governance.core.builder import build_capsule, check_packet
+from governance.core.snapshot import Snapshot, open_repository
 from governance.errors import CapsuleError
-from governance.snapshot import Snapshot, open_repository
 
 PACKET = "packets/P-1/packet.yml"
 P2 = "packets/P-2/packet.yml"

@@ -29,11 +29,11 @@ from pathlib import Path
 import pytest
 
 from gitrepo import Repo
-from governance import canonical
 from governance.continuation import prompt, runner
 from governance.continuation.runner import Observation, workspace_change
-from governance.hashing import sha256_hex
-from governance.schema import validate
+from governance.core import canonical
+from governance.core.hashing import sha256_hex
+from governance.core.schema import validate
 
 PACKET = "packets/P-1/packet.yml"
 AS_ROOT = os.geteuid() == 0

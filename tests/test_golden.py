@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from governance.reader import read_capsule
+from governance.core.reader import read_capsule
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from governance.headings import (
+from governance.core.headings import (
     Heading,
     Section,
     line_count,
@@ -16,7 +16,7 @@ from governance.headings import (
     sections_for_slug,
     split_lines,
 )
-from governance.slug import github_slug
+from governance.core.slug import github_slug
 
 _FIXTURES: list[dict[str, str]] = json.loads(
     (Path(__file__).parent / "data" / "github-slugger-fixtures.json").read_text(encoding="utf-8")

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from capsule_hooks import packets, records
 from gitrepo import Repo, Result, packet_yaml
-from governance import canonical
-from governance.budget import fixpoint
-from governance.check import ReverseIndex, required_reads
+from governance.core import canonical
+from governance.core.budget import fixpoint
+from governance.core.packet import parse_packet
 from governance.errors import CapsuleError
-from governance.packet import parse_packet
-from governance.staged import index_tree, open_index
+from governance.guards.check import ReverseIndex, required_reads
+from governance.guards.staged import index_tree, open_index
 
 PACKET = "packets/P-1/packet.yml"
 HEADING_LINE = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitrepo import Repo, packet_yaml
-from governance.githook import HOOKS, MARKER, hook_script
+from governance.guards.githook import HOOKS, MARKER, hook_script
 
 PACKET = "packets/P-1/packet.yml"
 

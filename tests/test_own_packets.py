@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from governance.builder import build_capsule
-from governance.snapshot import Snapshot, open_repository
+from governance.core.builder import build_capsule
+from governance.core.snapshot import Snapshot, open_repository
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKETS = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("packets/*/packet.yml"))

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from gitrepo import Repo
-from governance.hashing import sha256_hex
+from governance.core.hashing import sha256_hex
 from history import P1, forge_target, record
 
 

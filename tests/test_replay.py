@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from gitrepo import POLICY, Repo, packet_yaml
+from governance.core.hashing import sha256_hex
+from governance.core.reader import READERS, read_capsule
+from governance.core.snapshot import open_repository
 from governance.errors import MalformedInput, SourceError
-from governance.hashing import sha256_hex
-from governance.reader import READERS, read_capsule
-from governance.replay import replay_capsule
-from governance.snapshot import open_repository
+from governance.history.replay import replay_capsule
 from history import (
     P1,
     P2,
@@ -229,7 +229,7 @@ def test_replay_help_documents_exit_codes(capsys) -> None:
 
 
 def test_records_sharing_sources_share_one_cache(cli, repo: Repo) -> None:
-    from governance.cache import BlobCache
+    from governance.core.cache import BlobCache
 
     repo.write(P2, packet_yaml("P-2", ["docs/roadmap.md#phase-1", "docs/notes.md"]))
     repo.write("packets/P-2/context.md", "# Context\n")

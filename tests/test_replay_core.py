@@ -4,11 +4,11 @@ import json
 from pathlib import Path
 
 from gitrepo import Repo
-from governance import canonical
-from governance.budget import fixpoint
-from governance.reader import read_capsule
-from governance.replay import diff_paths, replay_capsule
-from governance.snapshot import open_repository
+from governance.core import canonical
+from governance.core.budget import fixpoint
+from governance.core.reader import read_capsule
+from governance.core.snapshot import open_repository
+from governance.history.replay import diff_paths, replay_capsule
 
 
 def build_at_head(cli, repo: Repo, tmp_path: Path) -> Path:

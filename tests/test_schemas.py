@@ -5,11 +5,11 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from governance.schema import load_schema
+from governance.core.schema import load_schema
 
 NAMES = sorted(
     p.name.removesuffix(".schema.json")
-    for p in resources.files("governance").joinpath("schemas").iterdir()
+    for p in resources.files("governance.core").joinpath("schemas").iterdir()
     if p.name.endswith(".schema.json")
 )
 

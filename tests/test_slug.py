@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from governance.slug import github_slug
+from governance.core.slug import github_slug
 
 _FIXTURES: list[dict[str, str]] = json.loads(
     (Path(__file__).parent / "data" / "github-slugger-fixtures.json").read_text(encoding="utf-8")

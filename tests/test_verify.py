@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from gitrepo import ROADMAP, Repo, packet_yaml
-from governance import canonical
+from governance.core import canonical
 
 PACKET = "packets/P-1/packet.yml"
 
@@ -216,7 +216,7 @@ def test_prechecks_run_before_the_repository(cli, tmp_path: Path, capsule: Path)
 
 
 def forge(capsule: Path, mutate) -> None:
-    from governance.budget import fixpoint
+    from governance.core.budget import fixpoint
 
     document = json.loads(capsule.read_bytes())
     mutate(document)
@@ -232,7 +232,7 @@ def corrupt_field(cli, repo: Repo, capsule: Path) -> str:
 
 
 def test_forged_excerpt_with_rehashed_text_is_corrupt(cli, repo: Repo, capsule: Path) -> None:
-    from governance.hashing import sha256_hex
+    from governance.core.hashing import sha256_hex
 
     def inject(d: dict) -> None:
         read = d["reads"][0]
@@ -294,7 +294,7 @@ def test_unsafe_path_in_capsule_is_corrupt(cli, repo: Repo, capsule: Path) -> No
 
 
 def test_report_carries_computed_hashes(cli, repo: Repo, capsule: Path) -> None:
-    from governance.hashing import sha256_hex
+    from governance.core.hashing import sha256_hex
 
     _, report = verify(cli, repo, capsule)
     notes = by_locator(report)["docs/notes.md"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from governance.cli import add_json_flag
 
 if TYPE_CHECKING:
-    from governance.audit import Row
+    from governance.history.audit import Row
 
 HELP = "replay every capsule record found in history (each distinct blob once)"
 
@@ -57,7 +57,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def register(sub: Any) -> None:
-    from governance.records import RECORDS_GLOB
+    from governance.history.records import RECORDS_GLOB
 
     parser = sub.add_parser(
         "audit",
@@ -112,11 +112,11 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from governance import audit
-    from governance.globs import PathGlobs
+    from governance.core.snapshot import open_repository
+    from governance.history import audit
+    from governance.history.globs import PathGlobs
+    from governance.history.records import RECORDS_GLOB
     from governance.output import print_json
-    from governance.records import RECORDS_GLOB
-    from governance.snapshot import open_repository
 
     globs = PathGlobs(args.paths or [RECORDS_GLOB])
     audit.limit_git_memory()

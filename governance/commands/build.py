@@ -60,10 +60,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.builder import build_capsule
+    from governance.core.builder import build_capsule
+    from governance.core.paths import repo_relative
+    from governance.core.snapshot import Snapshot, open_repository
     from governance.output import print_json, write_atomic
-    from governance.paths import repo_relative
-    from governance.snapshot import Snapshot, open_repository
 
     repo = open_repository()
     packet_path = repo_relative(repo, args.packet)
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         "output": args.output,
     }
     if args.record:
-        from governance.records import write_record
+        from governance.history.records import write_record
 
         written = write_record(repo, packet_path, built.document["commit"], built.data)
         summary["record"] = written.path

@@ -43,12 +43,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.check import check_packets, exit_code, find_packets, once, plural
+    from governance.core.paths import repo_relative
+    from governance.core.snapshot import Snapshot, open_repository
     from governance.errors import UsageError
+    from governance.guards.check import check_packets, exit_code, find_packets, once, plural
+    from governance.guards.staged import staged_snapshot
     from governance.output import print_json
-    from governance.paths import repo_relative
-    from governance.snapshot import Snapshot, open_repository
-    from governance.staged import staged_snapshot
 
     if args.all and args.packets:
         raise UsageError("name PACKETs or use --all, not both", code="usage")

@@ -239,7 +239,7 @@ def _read_result(path: str) -> bytes:
 
 def run_verify(args: argparse.Namespace) -> int:
     from governance.continuation.verdict import Submission, evaluate, slot_name
-    from governance.reader import read_capsule_file
+    from governance.core.reader import read_capsule_file
 
     capsule = read_capsule_file(args.capsule)
     submissions = [
@@ -252,13 +252,14 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_and_verify(args: argparse.Namespace) -> int:
     import os
 
-    from governance import __version__, canonical
+    from governance import __version__
     from governance.continuation import prompt, runner
     from governance.continuation.verdict import Submission, evaluate
+    from governance.core import canonical
+    from governance.core.hashing import sha256_hex
+    from governance.core.reader import read_capsule_file
     from governance.errors import UsageError
-    from governance.hashing import sha256_hex
     from governance.output import warn, write_atomic
-    from governance.reader import read_capsule_file
 
     capsule = read_capsule_file(args.capsule)
     if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT):

@@ -35,9 +35,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.githook import install_hook
+    from governance.core.snapshot import open_repository
+    from governance.guards.githook import install_hook
     from governance.output import print_json
-    from governance.snapshot import open_repository
 
     installed = install_hook(open_repository(), force=args.force)
     if args.json:

@@ -54,11 +54,11 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from governance.hashing import sha256_hex
+    from governance.core.hashing import sha256_hex
+    from governance.core.reader import read_capsule_file
+    from governance.core.snapshot import open_repository
+    from governance.history.replay import declared_commit, rebuild_failed, replay_capsule
     from governance.output import print_json
-    from governance.reader import read_capsule_file
-    from governance.replay import declared_commit, rebuild_failed, replay_capsule
-    from governance.snapshot import open_repository
 
     capsule = read_capsule_file(args.capsule)
     repo = open_repository(args.repo)

@@ -38,10 +38,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from governance.core.reader import read_capsule_file
+    from governance.core.snapshot import Snapshot, open_repository
+    from governance.core.verify import UNCHANGED, verify_capsule
     from governance.output import print_json
-    from governance.reader import read_capsule_file
-    from governance.snapshot import Snapshot, open_repository
-    from governance.verify import UNCHANGED, verify_capsule
 
     capsule = read_capsule_file(args.capsule)
     repo = open_repository()

@@ -7,7 +7,7 @@ text's SHA-256 and adapters may pin it.
 
 from __future__ import annotations
 
-from governance.hashing import sha256_hex
+from governance.core.hashing import sha256_hex
 
 VERSION = "continuation-prompt/2"
 

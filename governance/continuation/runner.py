@@ -53,8 +53,8 @@ from types import FrameType, TracebackType
 from typing import IO, Any
 
 from governance.continuation.verdict import MAX_RESULT_BYTES, MAX_RESULT_TEXT, Attestation
+from governance.core.hashing import sha256_hex
 from governance.errors import CapsuleError, UsageError
-from governance.hashing import sha256_hex
 from governance.output import shown
 
 EVIDENCE_SCHEMA = "continuation-evidence/1"

@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from governance.canonical import has_surrogate, no_constant, no_duplicate_keys
 from governance.continuation import prompt
+from governance.core.canonical import has_surrogate, no_constant, no_duplicate_keys
+from governance.core.hashing import sha256_hex
+from governance.core.reader import CapsuleFile
 from governance.errors import MalformedInput
-from governance.hashing import sha256_hex
-from governance.reader import CapsuleFile
 
 RESULT_SCHEMA = "continuation-result/1"
 VERDICT_SCHEMA = "continuation-verdict/1"
@@ -281,7 +281,7 @@ def evaluate(
     schema, internal hashes, budget): a capsule that fails them is malformed
     input, not a disagreement, and never reaches this function.
     """
-    from governance.schema import validate as schema_validate
+    from governance.core.schema import validate as schema_validate
 
     # (1) Exactly two results, each one JSON object from an agent that behaved.
     objects: dict[str, dict[str, Any]] = {}

@@ -72,8 +72,8 @@ def make_repository(root: Path) -> Path:
 
 
 def build_all(root: Path) -> dict[Path, bytes]:
-    from governance.builder import build_capsule
-    from governance.snapshot import Snapshot, open_repository
+    from governance.core.builder import build_capsule
+    from governance.core.snapshot import Snapshot, open_repository
 
     repo = open_repository(make_repository(root))
     return {

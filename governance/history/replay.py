@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from governance.builder import build_capsule
+from governance.core.builder import build_capsule
+from governance.core.hashing import sha256_hex
+from governance.core.reader import CapsuleFile
+from governance.core.snapshot import Snapshot
 from governance.errors import CapsuleError, SourceError
-from governance.hashing import sha256_hex
-from governance.reader import CapsuleFile
-from governance.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from governance.cache import BlobCache
+    from governance.core.cache import BlobCache
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ReplayResult:
 
 
 def _value_hash(value: Any) -> str:
-    from governance import canonical
+    from governance.core import canonical
 
     return sha256_hex(canonical.dumps(value))
 

@@ -21,14 +21,14 @@ from typing import IO, Any
 
 import pygit2
 
-from governance import canonical
-from governance.cache import BlobCache
-from governance.capsule import SCHEMA_V1
+from governance.core import canonical
+from governance.core.cache import BlobCache
+from governance.core.capsule import SCHEMA_V1
+from governance.core.snapshot import MODE_EXEC, MODE_FILE, MODE_TREE, Snapshot, resolve_commit
 from governance.errors import CapsuleError, SourceError, UsageError
-from governance.globs import PathGlobs, State
-from governance.record_check import expected_path
-from governance.replay import Difference
-from governance.snapshot import MODE_EXEC, MODE_FILE, MODE_TREE, Snapshot, resolve_commit
+from governance.history.globs import PathGlobs, State
+from governance.history.record_check import expected_path
+from governance.history.replay import Difference
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
@@ -310,8 +310,8 @@ class Replayer:
             return Outcome(item.blob_id, ERROR, code="git_error", message=f"git: {exc}")
 
     def _replay(self, item: Item) -> Outcome:
-        from governance.reader import read_parsed
-        from governance.replay import declared_commit, rebuild_failed, replay_capsule
+        from governance.core.reader import read_parsed
+        from governance.history.replay import declared_commit, rebuild_failed, replay_capsule
 
         if not item.regular:
             return Outcome(
@@ -403,8 +403,8 @@ class Replayer:
         the pre-checks can be skipped: they cost as much as the rebuild itself.
         Only the two fields the rebuild needs are read first, and checked.
         """
-        from governance.builder import build_capsule
-        from governance.replay import declared_commit
+        from governance.core.builder import build_capsule
+        from governance.history.replay import declared_commit
 
         if not isinstance(document, dict) or document.get("schema") != SCHEMA_V1:
             return None

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from governance.capsule import POLICY_PATH
+from governance.core.capsule import POLICY_PATH
+from governance.core.schema import validate
+from governance.core.yamlload import load_yaml
 from governance.errors import MalformedInput
-from governance.schema import validate
-from governance.yamlload import load_yaml
 
 ESTIMATOR = "utf8_bytes_div_3_ceil"
 

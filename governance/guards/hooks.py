@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import pygit2
 
-from governance.check import Failure, exit_code, once, plural
 from governance.errors import CapsuleError, coded
+from governance.guards.check import Failure, exit_code, once, plural
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class GuardReport:
 
 
 def _paths(repo: pygit2.Repository, filenames: Sequence[str]) -> list[str]:
-    from governance.paths import repo_relative
+    from governance.core.paths import repo_relative
 
     return [repo_relative(repo, name) for name in filenames]
 
@@ -35,8 +35,8 @@ def _paths(repo: pygit2.Repository, filenames: Sequence[str]) -> list[str]:
 def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
     """Every packet that a staged change or a path in ``filenames`` can affect
     must build against the index."""
-    from governance.check import ReverseIndex, check_packets
-    from governance.staged import index_tree, open_index, staged_changes, staged_snapshot
+    from governance.guards.check import ReverseIndex, check_packets
+    from governance.guards.staged import index_tree, open_index, staged_changes, staged_snapshot
 
     tree = index_tree(repo, open_index(repo))
     staged = staged_changes(repo, tree)
@@ -55,8 +55,8 @@ def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
 def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
     """Every staged record, and every record among ``filenames``, must be read
     from the index, pass the pre-checks and replay identically."""
-    from governance.record_check import check_record, is_record_path
-    from governance.staged import index_tree, open_index, staged_changes, staged_snapshot
+    from governance.guards.staged import index_tree, open_index, staged_changes, staged_snapshot
+    from governance.history.record_check import check_record, is_record_path
 
     tree = index_tree(repo, open_index(repo))
     staged = staged_changes(repo, tree)
@@ -74,7 +74,7 @@ def run_hook(
 ) -> int:
     """The hooks' one error boundary: run ``guard`` on the repository of the
     current directory and print its failures."""
-    from governance.snapshot import open_repository
+    from governance.core.snapshot import open_repository
 
     try:
         report = guard(open_repository(), filenames)

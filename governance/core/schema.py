@@ -1,4 +1,4 @@
-"""JSON Schema validation for every shipped schema (``governance/schemas``)."""
+"""JSON Schema validation for every shipped schema (``governance/core/schemas``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from governance.errors import CapsuleError, MalformedInput
 
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
-    text = resources.files("governance").joinpath("schemas", f"{name}.schema.json").read_text()
+    text = resources.files("governance.core").joinpath("schemas", f"{name}.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
 

@@ -17,11 +17,11 @@ import re
 
 import pygit2
 
-from governance.capsule import PACKET_FILE, PACKETS_DIR
-from governance.check import Failure, one_line
+from governance.core.capsule import PACKET_FILE, PACKETS_DIR
+from governance.core.snapshot import Snapshot
 from governance.errors import EXIT_DRIFT, CapsuleError, SourceError
-from governance.records import RECORDS_FOLDER, record_path
-from governance.snapshot import Snapshot
+from governance.guards.check import Failure, one_line
+from governance.history.records import RECORDS_FOLDER, record_path
 
 
 def is_record_path(path: str) -> bool:
@@ -128,8 +128,8 @@ def unreachable(repo: pygit2.Repository, commit: pygit2.Commit) -> SourceError |
 
 
 def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list[Failure]:
-    from governance.reader import read_capsule
-    from governance.replay import declared_commit, replay_capsule
+    from governance.core.reader import read_capsule
+    from governance.history.replay import declared_commit, replay_capsule
 
     # 1. In the snapshot, as a regular blob.
     try:

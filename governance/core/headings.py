@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from governance.slug import github_slug
+from governance.core.slug import github_slug
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt

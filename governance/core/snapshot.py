@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pygit2
 
+from governance.core.locator import check_path
 from governance.errors import SourceError, UsageError
-from governance.locator import check_path
 
 if TYPE_CHECKING:
-    from governance.cache import BlobCache
+    from governance.core.cache import BlobCache
 
 T = TypeVar("T")
 

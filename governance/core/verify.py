@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from governance.core.excerpt import Excerpt, select
+from governance.core.hashing import sha256_hex
+from governance.core.locator import Selector
+from governance.core.reader import CapsuleFile
+from governance.core.snapshot import Snapshot, Source
 from governance.errors import MalformedInput, SourceError
-from governance.excerpt import Excerpt, select
-from governance.hashing import sha256_hex
-from governance.locator import Selector
-from governance.reader import CapsuleFile
-from governance.snapshot import Snapshot, Source
 
 UNCHANGED = "unchanged"
 STALE = "stale"
@@ -85,7 +85,7 @@ def _whole(snapshot: Snapshot, part: str, recorded: dict[str, Any]) -> PartResul
 def _policy(snapshot: Snapshot, recorded: dict[str, Any]) -> PartResult:
     result = _whole(snapshot, "policy", recorded)
     if result.status == UNCHANGED:
-        from governance.policy import parse_policy
+        from governance.core.policy import parse_policy
 
         source = snapshot.source(recorded["path"])
         values = parse_policy(snapshot.read(source).decode("utf-8"), path=source.path).values()

@@ -6,10 +6,10 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from governance.capsule import CONTEXT_FILE
+from governance.core.capsule import CONTEXT_FILE
+from governance.core.schema import validate
+from governance.core.yamlload import load_yaml
 from governance.errors import MalformedInput
-from governance.schema import validate
-from governance.yamlload import load_yaml
 
 # Asked when a packet names no question of its own. Part of capsule/1: changing
 # it changes every capsule built from a packet without a question.

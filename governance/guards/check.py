@@ -15,9 +15,9 @@ from typing import Any
 
 import pygit2
 
-from governance.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
+from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
+from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 from governance.errors import EXIT_OK, CapsuleError
-from governance.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 
 # What to do about a packet's failure, for codes whose message does not say it
 # already (heading_ambiguous, too_many_reads, source_dirty... do).
@@ -217,7 +217,7 @@ def find_packets(tree: pygit2.Tree) -> list[str]:
 
 def check_packets(snapshot: Snapshot, packets: Iterable[str]) -> dict[str, list[Failure]]:
     """Every failure of each packet (an empty list when it builds), in order."""
-    from governance.builder import checked_packet
+    from governance.core.builder import checked_packet
 
     results = {}
     for packet in packets:
@@ -263,7 +263,7 @@ class ReverseIndex:
 
 
 def _dependencies(packet_path: str, entry: pygit2.Object) -> set[str] | None:
-    from governance.locator import parse_locator
+    from governance.core.locator import parse_locator
 
     if not isinstance(entry, pygit2.Blob) or entry.filemode not in (MODE_FILE, MODE_EXEC):
         return None

@@ -7,13 +7,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from governance.core.hashing import sha256_hex
 from governance.errors import SourceError
-from governance.hashing import sha256_hex
 
 if TYPE_CHECKING:
-    from governance.headings import Heading
-    from governance.locator import Selector
-    from governance.snapshot import Source
+    from governance.core.headings import Heading
+    from governance.core.locator import Selector
+    from governance.core.snapshot import Source
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def select(
     text = decode_source(data, locator=selector.locator)
     source_sha = sha256_hex(data)
     if selector.slug is None:
-        from governance.headings import line_count
+        from governance.core.headings import line_count
 
         return Excerpt(
             locator=selector.locator,
@@ -88,7 +88,7 @@ def select(
             text=text,
         )
 
-    from governance.headings import parse_headings, sections_for_slug, split_lines
+    from governance.core.headings import parse_headings, sections_for_slug, split_lines
 
     lines = split_lines(data)
     parsed = headings(text) if headings is not None else parse_headings(text)

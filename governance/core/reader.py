@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from governance import canonical
-from governance.budget import Limits, estimate_tokens
-from governance.capsule import (
+from governance.core import canonical
+from governance.core.budget import Limits, estimate_tokens
+from governance.core.capsule import (
     CONTEXT_FILE,
     PACKET_FILE,
     PACKETS_DIR,
@@ -25,8 +25,8 @@ from governance.capsule import (
     SCHEMA_V1,
     TRUST_V1,
 )
+from governance.core.hashing import sha256_hex
 from governance.errors import MalformedInput
-from governance.hashing import sha256_hex
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def _object_id(data: bytes, like: str) -> str:
 
 
 def _line_span(text: bytes) -> int:
-    from governance.headings import line_count
+    from governance.core.headings import line_count
 
     return line_count(text)
 
@@ -107,8 +107,8 @@ _COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 def _check_paths(document: dict[str, Any]) -> None:
+    from governance.core.locator import check_path
     from governance.errors import SourceError
-    from governance.locator import check_path
 
     named = [("packet.path", document["packet"]["path"])]
     named += [("context.path", document["context"]["path"])]
@@ -127,7 +127,7 @@ def _check_paths(document: dict[str, Any]) -> None:
 
 def _check_against_packet(document: dict[str, Any]) -> None:
     """What the capsule says the packet asked for is what the packet text says."""
-    from governance.packet import DEFAULT_QUESTION, parse_packet
+    from governance.core.packet import DEFAULT_QUESTION, parse_packet
 
     try:
         packet = parse_packet(document["packet"]["text"], path=document["packet"]["path"])
@@ -151,7 +151,7 @@ def _check_against_packet(document: dict[str, Any]) -> None:
 
 
 def _read_v1(data: bytes, document: dict[str, Any]) -> CapsuleFile:
-    from governance.schema import validate
+    from governance.core.schema import validate
 
     # 1. Shape: the closed capsule/1 schema.
     validate(document, "capsule-1", what="capsule", code="capsule_malformed")

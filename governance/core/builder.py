@@ -13,18 +13,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from governance import budget, canonical
-from governance.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEMA_V1, TRUST_V1
+from governance.core import budget, canonical
+from governance.core.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEMA_V1, TRUST_V1
+from governance.core.excerpt import Excerpt, decode_source, select
+from governance.core.hashing import sha256_hex
+from governance.core.locator import Selector, check_path, parse_locator
+from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
+from governance.core.policy import Policy, parse_policy
+from governance.core.snapshot import Snapshot, Source
 from governance.errors import CapsuleError, SourceError, UsageError
-from governance.excerpt import Excerpt, decode_source, select
-from governance.hashing import sha256_hex
-from governance.locator import Selector, check_path, parse_locator
-from governance.packet import DEFAULT_QUESTION, Packet, parse_packet
-from governance.policy import Policy, parse_policy
-from governance.snapshot import Snapshot, Source
 
 if TYPE_CHECKING:
-    from governance.headings import Heading
+    from governance.core.headings import Heading
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def _naming(path: str) -> Iterator[None]:
 
 def _excerpt(snapshot: Snapshot, selector: Selector, source: Source) -> Excerpt:
     def parse(text: str) -> Sequence[Heading]:
-        from governance.headings import parse_headings
+        from governance.core.headings import parse_headings
 
         return snapshot.memo("headings", source, lambda: tuple(parse_headings(text)))
 

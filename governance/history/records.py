@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from governance.core.hashing import sha256_hex
 from governance.errors import CapsuleError, UsageError
-from governance.hashing import sha256_hex
 
 if TYPE_CHECKING:
     import pygit2

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from governance.canonical import has_surrogate
+from governance.core.canonical import has_surrogate
 from governance.errors import MalformedInput
 
 
