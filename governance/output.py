@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import tempfile
+import unicodedata
 from typing import Any
 
 from governance.core import canonical
@@ -48,6 +49,34 @@ def shown(text: str) -> str:
     """``text`` as any output can carry it: a byte that is not UTF-8 in a path or
     an argument (which Python holds as a lone surrogate) becomes U+FFFD."""
     return _SURROGATE.sub("\ufffd", text)
+
+
+# Control (Cc), format (Cf: bidi overrides such as U+202E), line and paragraph
+# separators, and surrogates (an undecodable byte held by surrogateescape).
+_UNPRINTABLE = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+
+
+def _escape(char: str) -> str:
+    point = ord(char)
+    if 0xDC80 <= point <= 0xDCFF:
+        # surrogateescape's stand-in for the byte point - 0xDC00.
+        return f"\\x{point - 0xDC00:02x}"
+    if point <= 0xFF:
+        return f"\\x{point:02x}"
+    return f"\\u{point:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` as one line any terminal shows literally: every control, format
+    or separator character and every lone surrogate becomes an escape
+    (``\\x1b``, ``\\u202e``), so repository text (a path, a heading, a record
+    name from history) can neither move the cursor, recolour nor reorder a
+    line. Used for every human-readable line; ``--json`` stays exact."""
+    if text.isprintable():
+        return text
+    return "".join(
+        _escape(char) if unicodedata.category(char) in _UNPRINTABLE else char for char in text
+    )
 
 
 def _shown_json(value: Any) -> Any:
