@@ -13,10 +13,10 @@ from governance.core.headings import (
     Section,
     line_count,
     parse_headings,
-    sections_for_slug,
     split_lines,
 )
 from governance.core.slug import github_slug
+from governance.core.tree import Tree
 
 _FIXTURES: list[dict[str, str]] = json.loads(
     (Path(__file__).parent / "data" / "github-slugger-fixtures.json").read_text(encoding="utf-8")
@@ -181,6 +181,11 @@ next body
 ## Beta
 again
 """
+
+
+def sections_for_slug(headings: list[Heading], total: int, slug: str) -> list[Section]:
+    tree = Tree(headings, total)
+    return [tree.sections[i] for i in tree.by_slug.get(slug, [])]
 
 
 def test_subsection_stays_inside_its_parent() -> None:

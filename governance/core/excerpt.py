@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -14,6 +13,10 @@ if TYPE_CHECKING:
     from governance.core.headings import Heading
     from governance.core.locator import Selector
     from governance.core.snapshot import Source
+    from governance.core.tree import Match, Tree
+
+# An error lists at most this many candidates in its message; its details list all.
+_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,6 @@ class Excerpt:
             "selected_sha256": self.selected_sha256,
             "text": self.text,
         }
-
-
-_REPEAT = re.compile(r"(.+)-([1-9][0-9]*)")
 
 
 def decode_source(data: bytes, *, locator: str) -> str:
@@ -88,35 +88,16 @@ def select(
             text=text,
         )
 
-    from governance.core.headings import parse_headings, sections_for_slug, split_lines
+    from governance.core.headings import parse_headings, split_lines
+    from governance.core.tree import Tree
 
     lines = split_lines(data)
     parsed = headings(text) if headings is not None else parse_headings(text)
-    found = sections_for_slug(parsed, len(lines), selector.slug)
-    # GitHub names the (n+1)-th repeat of a heading `base-n`. A selector that
-    # can mean such a repeat depends on position: ambiguous, with every
-    # candidate, never silently the n-th one or an unrelated `Base n`.
-    repeat = _REPEAT.fullmatch(selector.slug)
-    if repeat:
-        base = sections_for_slug(parsed, len(lines), repeat.group(1))
-        if len(base) > int(repeat.group(2)):
-            found = sorted(found + base, key=lambda s: s.first_line)
-    if not found:
-        raise SourceError(
-            f"{selector.locator}: no heading with slug {selector.slug!r} in {selector.path}",
-            code="heading_missing",
-            locator=selector.locator,
-        )
-    if len(found) > 1:
-        where = ", ".join(f"line {s.first_line}" for s in found)
-        raise SourceError(
-            f"{selector.locator}: slug {selector.slug!r} names {len(found)} headings in "
-            f"{selector.path} ({where}); rename one so each section has its own anchor",
-            code="heading_ambiguous",
-            locator=selector.locator,
-            lines=[s.first_line for s in found],
-        )
-    section = found[0]
+    tree = Tree(parsed, len(lines))
+    match = tree.match(selector.slugs)
+    if match.named is None:
+        raise _unnamed(selector, tree, match)
+    section = tree.sections[match.named]
     selected = b"".join(lines[section.first_line - 1 : section.last_line])
     return Excerpt(
         locator=selector.locator,
@@ -129,4 +110,64 @@ def select(
         selected_sha256=sha256_hex(selected),
         # Decoding the slice of a valid UTF-8 file at line ends cannot fail.
         text=selected.decode("utf-8"),
+    )
+
+
+def candidate_locator(path: str, tree: Tree, index: int) -> str | None:
+    """The locator naming heading ``index`` of ``path`` alone, qualified where
+    its slug repeats; None when no selector can (identical twins)."""
+    slugs = tree.qualified(index)
+    return None if slugs is None else f"{path}#{'/'.join(slugs)}"
+
+
+def _listed(path: str, tree: Tree, indices: Sequence[int]) -> tuple[str, list[dict[str, object]]]:
+    found: list[dict[str, object]] = [
+        {"line": tree.headings[i].line, "locator": candidate_locator(path, tree, i)}
+        for i in indices
+    ]
+    shown = [
+        f"line {c['line']} ({c['locator'] or 'no selector names it alone'})" for c in found[:_SHOWN]
+    ]
+    if len(found) > _SHOWN:
+        shown.append(f"and {len(found) - _SHOWN} more")
+    return ", ".join(shown), found
+
+
+def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
+    qualified = bool(selector.parents)
+    what = f"selector {'/'.join(selector.slugs)!r}" if qualified else f"slug {selector.slug!r}"
+    if not match.candidates:
+        message = f"{selector.locator}: no heading with {what} in {selector.path}"
+        details: dict[str, object] = {}
+        assert selector.slug is not None
+        elsewhere = tree.by_slug.get(selector.slug, [])
+        if qualified and elsewhere:
+            where, found = _listed(selector.path, tree, elsewhere)
+            message += f"; headings with slug {selector.slug!r}: {where}"
+            details["candidates"] = found
+        return SourceError(message, code="heading_missing", locator=selector.locator, **details)
+    # GitHub names the (n+1)-th repeat of a heading `base-n`. A selector that
+    # can mean such a repeat depends on position: ambiguous, with every
+    # candidate, never silently the n-th one or an unrelated `Base n`.
+    where, found = _listed(selector.path, tree, match.candidates)
+    count = len(match.candidates)
+    message = (
+        f"{selector.locator}: {what} names {count} heading{'s' if count > 1 else ''} in "
+        f"{selector.path} ({where})"
+    )
+    if match.positional:
+        message += (
+            "; a '-N' suffix can be GitHub's position number for a repeated heading, which "
+            "moves when one is added above"
+        )
+    message += (
+        "; use the qualified selector of the one you mean, or rename headings so each "
+        "section has its own anchor"
+    )
+    return SourceError(
+        message,
+        code="heading_ambiguous",
+        locator=selector.locator,
+        lines=[c["line"] for c in found],
+        candidates=found,
     )

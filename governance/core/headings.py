@@ -124,17 +124,3 @@ def parse_headings(text: str) -> list[Heading]:
             )
         )
     return headings
-
-
-def sections_for_slug(headings: Sequence[Heading], total_lines: int, slug: str) -> list[Section]:
-    sections: list[Section] = []
-    for index, heading in enumerate(headings):
-        if heading.slug != slug:
-            continue
-        last_line = total_lines
-        for later in headings[index + 1 :]:
-            if later.level <= heading.level:
-                last_line = later.line - 1
-                break
-        sections.append(Section(heading=heading, first_line=heading.line, last_line=last_line))
-    return sections

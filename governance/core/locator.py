@@ -1,4 +1,5 @@
-"""Locators (``path`` or ``path#heading-slug``) and the path-safety rules."""
+"""Locators (``path``, ``path#heading-slug`` or ``path#parent-slug/.../heading-slug``)
+and the path-safety rules."""
 
 from __future__ import annotations
 
@@ -12,6 +13,15 @@ class Selector:
     locator: str
     path: str
     slug: str | None
+    # Slugs of enclosing headings, outermost first: ``a/b/c`` is slug ``c``
+    # with parents ``("a", "b")``. Slugs never contain ``/``.
+    parents: tuple[str, ...] = ()
+
+    @property
+    def slugs(self) -> tuple[str, ...]:
+        """Every slug of the fragment, outermost first, the heading's own last."""
+        assert self.slug is not None
+        return (*self.parents, self.slug)
 
 
 def check_path(path: str, *, locator: str | None = None) -> str:
@@ -43,10 +53,19 @@ def check_path(path: str, *, locator: str | None = None) -> str:
 
 
 def parse_locator(locator: str) -> Selector:
-    path, hash_, slug = locator.partition("#")
-    if hash_ and not slug:
+    path, hash_, fragment = locator.partition("#")
+    if hash_ and not fragment:
         raise SourceError(
             f"{locator}: empty heading slug after '#'", code="invalid_locator", locator=locator
         )
     check_path(path, locator=locator)
-    return Selector(locator=locator, path=path, slug=slug if hash_ else None)
+    if not hash_:
+        return Selector(locator=locator, path=path, slug=None)
+    *parents, slug = fragment.split("/")
+    if "" in parents or not slug:
+        raise SourceError(
+            f"{locator}: empty heading slug in '#{fragment}' (write parent-slug/child-slug)",
+            code="invalid_locator",
+            locator=locator,
+        )
+    return Selector(locator=locator, path=path, slug=slug, parents=tuple(parents))

@@ -78,13 +78,19 @@ def _check_read(read: dict[str, Any], index: int) -> None:
         raise _corrupt(
             f"{name}.selected_sha256 does not match {name}.text", field=f"{name}.selected_sha256"
         )
-    path, _, slug = read["locator"].partition("#")
-    if path != read["path"]:
+    from governance.core.locator import parse_locator
+    from governance.errors import SourceError
+
+    try:
+        selector = parse_locator(read["locator"])
+    except SourceError as exc:
+        raise _corrupt(f"{name}.locator: {exc.message}", field=f"{name}.locator") from None
+    if selector.path != read["path"]:
         raise _corrupt(f"{name}.path does not match its locator", field=f"{name}.path")
     first, last = read["lines"]
     heading = read["heading"]
     if heading is None:
-        if slug or "#" in read["locator"]:
+        if selector.slug is not None:
             raise _corrupt(f"{name} has a heading locator but no heading", field=f"{name}.heading")
         if read["source_sha256"] != read["selected_sha256"]:
             raise _corrupt(
@@ -95,7 +101,7 @@ def _check_read(read: dict[str, Any], index: int) -> None:
             raise _corrupt(f"{name}.blob does not match {name}.text", field=f"{name}.blob")
         if first != 1:
             raise _corrupt(f"{name}.lines of a whole file must start at 1", field=f"{name}.lines")
-    elif heading["slug"] != slug:
+    elif heading["slug"] != selector.slug:
         raise _corrupt(f"{name}.heading.slug does not match its locator", field=f"{name}.heading")
     if last - first + 1 != _line_span(data):
         raise _corrupt(

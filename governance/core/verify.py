@@ -14,7 +14,7 @@ from typing import Any
 
 from governance.core.excerpt import Excerpt, select
 from governance.core.hashing import sha256_hex
-from governance.core.locator import Selector
+from governance.core.locator import parse_locator
 from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot, Source
 from governance.errors import MalformedInput, SourceError
@@ -105,8 +105,9 @@ def _excerpt_json(excerpt: Excerpt) -> dict[str, Any]:
 
 def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any]) -> PartResult:
     locator = recorded["locator"]
-    heading = recorded["heading"]
-    selector = Selector(locator, recorded["path"], heading["slug"] if heading else None)
+    # The reader already refused a locator that does not parse or disagrees
+    # with its path and heading.
+    selector = parse_locator(locator)
     try:
         source: Source = snapshot.source(selector.path, locator=locator)
     except SourceError as exc:

@@ -1,0 +1,168 @@
+"""The heading tree of one file: which headings a slug path names, and the
+shortest qualified selector (``parent/child``) that names each one alone.
+
+A selector is a tuple of slugs, outermost first, its last slug the heading's
+own. It names heading ``h`` when ``h``'s slug is the last one and the others
+are slugs of ``h``'s enclosing headings in the same order (nearest last; not
+necessarily adjacent). A slug ``base-N`` that can be GitHub's position number
+for a repeated ``base`` (the file has more than N of them) matches those
+headings too: such a selector depends on position, so it never names one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from governance.core.headings import Heading, Section
+
+_REPEAT = re.compile(r"(.+)-([1-9][0-9]*)")
+
+
+@dataclass(frozen=True)
+class Match:
+    """What a selector means in one file: every heading it could mean
+    (``candidates``, in line order) and the one it names, if exactly one."""
+
+    candidates: tuple[int, ...]
+    named: int | None
+    positional: bool  # some slug of it can be GitHub's position number
+
+
+class Tree:
+    def __init__(self, headings: Sequence[Heading], total_lines: int) -> None:
+        self.headings = tuple(headings)
+        count = len(self.headings)
+        self.parent: list[int | None] = [None] * count
+        last_line = [total_lines] * count
+        open_: list[int] = []
+        for index, heading in enumerate(self.headings):
+            while open_ and self.headings[open_[-1]].level >= heading.level:
+                last_line[open_.pop()] = heading.line - 1
+            self.parent[index] = open_[-1] if open_ else None
+            open_.append(index)
+        self.sections = tuple(
+            Section(heading=h, first_line=h.line, last_line=last)
+            for h, last in zip(self.headings, last_line, strict=True)
+        )
+        self.by_slug: dict[str, list[int]] = {}
+        for index, heading in enumerate(self.headings):
+            self.by_slug.setdefault(heading.slug, []).append(index)
+        self._subsequences: dict[str, Counter[tuple[str, ...]]] = {}
+
+    def ancestors(self, index: int) -> list[int]:
+        """Enclosing headings, nearest first (at most five: levels are 1 to 6)."""
+        found = []
+        parent = self.parent[index]
+        while parent is not None:
+            found.append(parent)
+            parent = self.parent[parent]
+        return found
+
+    def depth(self, index: int) -> int:
+        return len(self.ancestors(index))
+
+    def _repeat_of(self, slug: str) -> str | None:
+        # GitHub names the (n+1)-th heading `base` `base-n`.
+        repeat = _REPEAT.fullmatch(slug)
+        if repeat and len(self.by_slug.get(repeat.group(1), ())) > int(repeat.group(2)):
+            return repeat.group(1)
+        return None
+
+    def _meanings(self, slug: str) -> tuple[str, ...]:
+        base = self._repeat_of(slug)
+        return (slug,) if base is None else (slug, base)
+
+    def _group(self, slug: str) -> list[int]:
+        members = list(self.by_slug.get(slug, ()))
+        base = self._repeat_of(slug)
+        if base is not None:
+            members = sorted(members + self.by_slug[base])
+        return members
+
+    def _within(self, index: int, parents: Sequence[str], *, literal: bool) -> bool:
+        # Greedy from the nearest: the nearest ancestor matching the last
+        # parent is never a worse choice than a farther one.
+        wanted = len(parents) - 1
+        for ancestor in self.ancestors(index):
+            if wanted < 0:
+                break
+            slug = self.headings[ancestor].slug
+            if slug == parents[wanted] or (not literal and slug in self._meanings(parents[wanted])):
+                wanted -= 1
+        return wanted < 0
+
+    def match(self, slugs: Sequence[str]) -> Match:
+        *parents, own = slugs
+        candidates = tuple(i for i in self._group(own) if self._within(i, parents, literal=False))
+        positional = any(self._repeat_of(slug) is not None for slug in slugs)
+        named = None
+        if len(candidates) == 1:
+            only = candidates[0]
+            if self.headings[only].slug == own and self._within(only, parents, literal=True):
+                named = only
+        return Match(candidates=candidates, named=named, positional=positional)
+
+    def _counts(self, slug: str) -> Counter[tuple[str, ...]]:
+        # For every heading the bare slug could mean: each distinct tuple of
+        # its enclosing slugs (nearest first) a qualification could use.
+        counts = self._subsequences.get(slug)
+        if counts is None:
+            counts = Counter()
+            for member in self._group(slug):
+                counts.update(self._qualifiers(member))
+            self._subsequences[slug] = counts
+        return counts
+
+    def _qualifiers(self, index: int) -> set[tuple[str, ...]]:
+        chain = [self.headings[a].slug for a in self.ancestors(index)]
+        return {
+            tuple(chain[i] for i in picked)
+            for size in range(len(chain) + 1)
+            for picked in itertools.combinations(range(len(chain)), size)
+        }
+
+    def qualified(self, index: int) -> tuple[str, ...] | None:
+        """The shortest selector naming heading ``index`` alone (outermost
+        first), preferring nearer enclosing headings; None when none does
+        (two headings with the same slug under the same headings)."""
+        own = self.headings[index].slug
+        if self._repeat_of(own) is not None:
+            # Its own slug is position-numbered: no qualification makes the
+            # other meaning go away for certain, so ask the resolver.
+            return self._qualified_slow(index)
+        counts = self._counts(own)
+        mine = self._qualifiers(index)
+        chain = [self.headings[a].slug for a in self.ancestors(index)]
+        for size in range(len(chain) + 1):
+            for picked in itertools.combinations(range(len(chain)), size):
+                nearest_first = tuple(chain[i] for i in picked)
+                if self._alone(nearest_first, counts, mine):
+                    return (*reversed(nearest_first), own)
+        return None
+
+    def _alone(
+        self,
+        nearest_first: tuple[str, ...],
+        counts: Counter[tuple[str, ...]],
+        mine: set[tuple[str, ...]],
+    ) -> bool:
+        # Every literal tuple of slugs this qualification could match must be
+        # had by this heading alone.
+        for meaning in itertools.product(*(self._meanings(s) for s in nearest_first)):
+            if counts[meaning] != (1 if meaning in mine else 0):
+                return False
+        return True
+
+    def _qualified_slow(self, index: int) -> tuple[str, ...] | None:
+        own = self.headings[index].slug
+        chain = [self.headings[a].slug for a in self.ancestors(index)]
+        for size in range(len(chain) + 1):
+            for picked in itertools.combinations(range(len(chain)), size):
+                slugs = (*(chain[i] for i in reversed(picked)), own)
+                if self.match(slugs).named == index:
+                    return slugs
+        return None
