@@ -25,6 +25,7 @@ COMMANDS = (
     "check",
     "install-hook",
     "continuation",
+    "sign",
 )
 
 # What a shell reports for a process killed by SIGPIPE (128 + 13).

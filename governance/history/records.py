@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 RECORDS_FOLDER = "capsules"
 RECORDS_GLOB = "packets/*/capsules/*.json"
 COMMIT_PREFIX = 12
+RECORD_SUFFIX = ".json"
+# ``capsule sign`` writes ``<record>.json.sig`` beside the record it signs; the
+# records folder holds records and their signatures and nothing else.
+SIGNATURE_SUFFIX = ".sig"
+SIGNATURES_GLOB = "packets/*/capsules/*.json.sig"
 
 WRITTEN = "written"
 UNCHANGED = "unchanged"
@@ -45,6 +50,23 @@ def record_path(packet_path: str, commit: str) -> str:
     """``packets/<ID>/packet.yml`` at ``commit`` -> its record's repository path."""
     folder = posixpath.dirname(packet_path)
     return posixpath.join(folder, RECORDS_FOLDER, f"{commit[:COMMIT_PREFIX]}.json")
+
+
+def signature_path(record: str) -> str:
+    """Where the signature of the record at ``record`` lives: beside it."""
+    return record + SIGNATURE_SUFFIX
+
+
+def signed_record(path: str) -> str | None:
+    """The record a signature path signs (``X.json.sig`` -> ``X.json``), else None."""
+    if path.endswith(RECORD_SUFFIX + SIGNATURE_SUFFIX):
+        return path.removesuffix(SIGNATURE_SUFFIX)
+    return None
+
+
+def allowed_in_records_folder(name: str) -> bool:
+    """The file names a ``capsules/`` folder may hold: records and their signatures."""
+    return name.endswith((RECORD_SUFFIX, RECORD_SUFFIX + SIGNATURE_SUFFIX))
 
 
 def _folder(root: Path, relative: str) -> Path:

@@ -1,0 +1,122 @@
+"""``capsule sign``: an SSH signature beside each record, over its exact bytes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+from typing import Any
+
+from governance.cli import add_json_flag
+from governance.errors import CapsuleError
+
+HELP = "sign capsule records with an SSH key (writes RECORD.sig beside each)"
+
+EPILOG = """\
+exit codes:
+  0  every record was signed
+  2  bad usage, a record that fails its pre-checks (capsule_corrupt, non_canonical,
+     ...), record_not_file, record_too_large, key_unreadable, sign_failed, or
+     ssh_keygen_missing (ssh-keygen is not on PATH)
+
+errors carry a stable code; with --json they are printed on stdout as
+{"error": {"code": ..., "message": ...}}."""
+
+# As audit: a record over this is refused unread.
+MAX_RECORD_BYTES = 16 << 20
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "sign",
+        help=HELP,
+        description=(
+            "Sign each RECORD's exact bytes with ssh-keygen -Y sign in the namespace "
+            "git-capsule-record, and write the armored signature to RECORD.sig beside it "
+            "(atomically; an older signature is replaced). Every record must pass the "
+            "capsule pre-checks first: nobody vouches for a corrupt record. KEY is a private "
+            "key file, or a public key file whose private half your ssh-agent holds "
+            "(SSH_AUTH_SOCK); ssh-keygen reads it, and nothing of it is printed or written "
+            "anywhere else. Check signatures with capsule audit --require-signatures."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("records", nargs="+", metavar="RECORD", help="a capsule record file")
+    parser.add_argument(
+        "--key",
+        metavar="KEY",
+        required=True,
+        help="SSH private key file, or public key file of an ssh-agent identity",
+    )
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def _read_record(path: str) -> bytes:
+    from governance.core.reader import read_capsule
+
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise CapsuleError(
+            f"{path}: cannot read: {exc.strerror}", code="record_unreadable"
+        ) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise CapsuleError(
+            f"{path}: not a regular file (a symbolic link or a folder); sign the record itself",
+            code="record_not_file",
+        )
+    if st.st_size > MAX_RECORD_BYTES:
+        raise CapsuleError(
+            f"{path}: {st.st_size:,} bytes; records over {MAX_RECORD_BYTES >> 20} MiB are refused",
+            code="record_too_large",
+        )
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_RECORD_BYTES + 1)
+    try:
+        read_capsule(data)
+    except CapsuleError as exc:
+        exc.message = f"{path}: {exc.message}"
+        exc.args = (exc.message,)
+        raise
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    from governance.history.records import signature_path
+    from governance.history.signatures import sign_bytes, ssh_keygen
+    from governance.history.signers import parse_signature
+    from governance.output import print_json, printable, write_atomic
+
+    ssh_keygen()  # ssh_keygen_missing before anything is read
+    # 1. Every record passes its pre-checks before any is signed.
+    records = [(path, _read_record(path)) for path in args.records]
+    # 2. Sign each one's exact bytes; write the signature beside it.
+    signed = []
+    for path, data in records:
+        signature = sign_bytes(data, args.key)
+        target = signature_path(path)
+        replaced = os.path.lexists(target)
+        write_atomic(target, signature)
+        signed.append(
+            {
+                "record": path,
+                "signature": target,
+                "key": parse_signature(signature).fingerprint,
+                "status": "replaced" if replaced else "written",
+            }
+        )
+    if args.json:
+        print_json({"signed": signed})
+    else:
+        for item in signed:
+            print(
+                printable(
+                    f"signed  {item['record']}  -> {item['signature']}  "
+                    f"(key {item['key']}, {item['status']})"
+                )
+            )
+        print(f"capsule: signed {len(signed)} record(s)", file=sys.stderr)
+    return 0
