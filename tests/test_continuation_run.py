@@ -29,11 +29,14 @@ from pathlib import Path
 import pytest
 
 from gitrepo import Repo
-from governance.continuation import prompt, runner
-from governance.continuation.runner import Observation, workspace_change
+from governance.continuation import evidence as runner_evidence
+from governance.continuation import limits, preflight, processes, prompt, proof, supervision
+from governance.continuation import users as agent_users
+from governance.continuation.workspace import Observation, observe, workspace_change
 from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.schema import validate
+from governance.errors import MalformedInput
 
 PACKET = "packets/P-1/packet.yml"
 AS_ROOT = os.geteuid() == 0
@@ -402,7 +405,7 @@ def test_evidence_makes_workspace_claims_runner_observed(
     # What "observed" means, in words, in the verdict itself.
     observed = verdict["execution"]["observed"]
     assert observed == [note for a in document["agents"] for note in a["observed"]] + [
-        runner.NOT_OBSERVED
+        runner_evidence.NOT_OBSERVED
     ]
     assert "agent a: its workspace was a new, empty directory (mode 0555" in observed[1]
     assert observed[1].endswith("and unchanged (entries, mode, owner, mtime, ctime) after it ended")
@@ -592,7 +595,7 @@ def test_each_agent_runs_as_its_own_unused_uid(cli, capsule: Path, stub, tmp_pat
     uids = [ids[0] for ids in seen]
     assert len(set(uids)) == 2
     for uid, gid, groups in seen:
-        assert runner.DEDICATED_IDS[0] <= uid <= runner.DEDICATED_IDS[1]
+        assert agent_users.DEDICATED_IDS[0] <= uid <= agent_users.DEDICATED_IDS[1]
         assert gid == uid
         assert groups == []
         with pytest.raises(KeyError):
@@ -892,9 +895,9 @@ def test_agent_forking_500_children_is_stopped_by_nproc(
     ):
         # NPROC_LIMIT, or less when our own hard limit is lower; the agent is one.
         limit = record["limits"]["nproc"]
-        assert 0 < limit <= runner.NPROC_LIMIT
+        assert 0 < limit <= limits.NPROC_LIMIT
         assert entry["result"]["rationale"] == f"forked {limit - 1}, then EAGAIN"
-        assert len(record["left_running"]) == runner.MAX_LISTED_PROCESSES
+        assert len(record["left_running"]) == processes.MAX_LISTED_PROCESSES
         assert record["survivors"] == []
 
 
@@ -902,7 +905,7 @@ def test_agent_cannot_write_a_file_over_the_size_limit(cli, capsule: Path, stub)
     big = stub(
         "import errno, tempfile\n"
         "with tempfile.TemporaryFile(buffering=0) as handle:\n"
-        f"    handle.seek({runner.FSIZE_LIMIT})\n"
+        f"    handle.seek({limits.FSIZE_LIMIT})\n"
         "    try:\n"
         '        handle.write(b"x")\n'
         '        outcome = "written"\n'
@@ -975,16 +978,54 @@ def test_changed_workspace_is_not_runner_observed(cli, capsule: Path, stub, tmp_
 
 def test_attestation_follows_what_the_runner_saw(capsule: Path, stub) -> None:
     # The runner's own records, from a real run, then one workspace seen changed.
-    honest = runner.parse_command(stub(), "--agent")
-    runs = runner.run_agents(
-        capsule.read_bytes(), (honest, honest), timeout=30, users=runner.agent_users()
+    honest = preflight.parse_command(stub(), "--agent")
+    runs = supervision.run_agents(
+        capsule.read_bytes(), (honest, honest), timeout=30, users=agent_users.agent_users()
     )
-    assert runner.attestation(runs, "0" * 64).workspaces_observed is True
+    assert runner_evidence.attestation(runs, "0" * 64).workspaces_observed is True
     written = dataclasses.replace(runs[1], after=dataclasses.replace(runs[1].after, entries=("x",)))
-    seen = runner.attestation((runs[0], written), "0" * 64)
+    seen = runner_evidence.attestation((runs[0], written), "0" * 64)
     assert seen.workspaces_observed is False
     assert "agent b: its workspace was a new, empty directory" in seen.observed[4]
     assert seen.observed[4].endswith(", and afterwards it holds 1 entry: 'x'")
+
+
+def test_run_and_verify_is_a_library_call_that_prints_nothing(
+    capsule: Path, stub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()  # what building the capsule printed
+    heard: list[str] = []
+    evidence_file = tmp_path / "evidence.json"
+    report = proof.run_and_verify(
+        str(capsule), stub(), timeout=30, evidence_path=str(evidence_file), progress=heard.append
+    )
+    assert report.verdict.agreement is True
+    assert [run.slot for run in report.runs] == ["a", "b"]
+    assert report.evidence_sha256 == sha256_hex(evidence_file.read_bytes())
+    assert report.warnings() == []
+    assert len(heard) == 1
+    assert heard[0].startswith("running agents a and b as ")
+    assert capsys.readouterr() == ("", "")
+
+
+def test_verify_results_is_a_library_call(capsule: Path, stub, tmp_path: Path) -> None:
+    honest = preflight.parse_command(stub(), "--agent")
+    runs = supervision.run_agents(
+        capsule.read_bytes(), (honest, honest), timeout=30, users=agent_users.agent_users()
+    )
+    paths = []
+    for run in runs:
+        path = tmp_path / f"{run.slot}.json"
+        path.write_bytes(run.stdout)
+        paths.append(str(path))
+    verdict = proof.verify_results(str(capsule), paths)
+    assert verdict.agreement is True
+    assert verdict.attestation is None
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(b"{} {}")
+    with pytest.raises(MalformedInput) as raised:
+        proof.verify_results(str(capsule), [str(broken), paths[1]])
+    assert raised.value.code == "result_malformed"
 
 
 # -- the workspace comparison itself -----------------------------------------------
@@ -1020,11 +1061,11 @@ def test_workspace_change(after: Observation, change: str | None) -> None:
 def test_workspace_change_sees_an_entry_created_and_removed(tmp_path: Path) -> None:
     folder = tmp_path / "workspace"
     folder.mkdir()
-    before = runner.observe(str(folder))
+    before = observe(str(folder))
     time.sleep(0.02)  # past the file system's timestamp granularity
     (folder / "scratch").write_text("x")
     (folder / "scratch").unlink()
-    after = runner.observe(str(folder))
+    after = observe(str(folder))
     assert after.entries == ()
     assert workspace_change(before, after) == MODIFIED
 

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
 
 from governance.cli import add_json_flag
-from governance.output import shown
+from governance.continuation import DEFAULT_TIMEOUT, MAX_TIMEOUT
+from governance.output import printable, warn
 
 if TYPE_CHECKING:
     from governance.continuation.verdict import Verdict
 
 HELP = "check that two fresh agents given only a capsule reach the same decision"
-
-DEFAULT_TIMEOUT = 300.0
-# A day: longer is a mistake, and far longer overflows the clocks it is added to.
-MAX_TIMEOUT = 86400.0
 
 CHECKS = """\
 checks, each reported with its outcome (pass, fail, skipped) and a reason:
@@ -208,128 +204,27 @@ def run_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_result(path: str) -> bytes:
-    """A result file's bytes, if it is one JSON object of at most 1 MiB; any
-    other file is malformed input (exit 2), not a failed check."""
-    from governance.continuation.verdict import MAX_RESULT_BYTES, MAX_RESULT_TEXT, parse_result
-    from governance.errors import MalformedInput, UsageError
-
-    name = shown(path)
-    try:
-        with open(path, "rb") as handle:
-            # One byte more than allowed tells "too large" from "exactly full".
-            data = handle.read(MAX_RESULT_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(
-            f"{name}: cannot read result: {exc.strerror}", code="result_unreadable"
-        ) from None
-    if len(data) > MAX_RESULT_BYTES:
-        raise MalformedInput(
-            f"{name}: result is over {MAX_RESULT_TEXT}; a result is one small JSON object",
-            code="result_too_large",
-        )
-    try:
-        parse_result(data)
-    except ValueError as exc:
-        raise MalformedInput(
-            f"{name}: not one JSON object: {exc}", code="result_malformed"
-        ) from None
-    return data
-
-
 def run_verify(args: argparse.Namespace) -> int:
-    from governance.continuation.verdict import Submission, evaluate, slot_name
-    from governance.core.reader import read_capsule_file
+    from governance.continuation.proof import verify_results
 
-    capsule = read_capsule_file(args.capsule)
-    submissions = [
-        Submission(slot_name(index), shown(path), _read_result(path))
-        for index, path in enumerate(args.results)
-    ]
-    return _report(evaluate(capsule, shown(args.capsule), submissions), args.json)
+    return _report(verify_results(args.capsule, args.results), args.json)
 
 
 def run_and_verify(args: argparse.Namespace) -> int:
-    import os
+    from governance.continuation.proof import run_and_verify
 
-    from governance import __version__
-    from governance.continuation import prompt, runner
-    from governance.continuation.verdict import Submission, evaluate
-    from governance.core import canonical
-    from governance.core.hashing import sha256_hex
-    from governance.core.reader import read_capsule_file
-    from governance.errors import UsageError
-    from governance.output import warn, write_atomic
-
-    capsule = read_capsule_file(args.capsule)
-    if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT):
-        raise UsageError(
-            f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} "
-            f"(a day), not {args.timeout:g}",
-            code="usage",
-        )
-    if args.evidence and not os.path.isdir(os.path.dirname(os.path.abspath(args.evidence))):
-        # Fail before the agents run, not after their work is done.
-        raise UsageError(
-            f"{args.evidence}: cannot write evidence: no such folder", code="output_failed"
-        )
-    passed = runner.check_pass_env(args.pass_env, os.environ)
-    users = runner.agent_users()
-    path = runner.agent_path(passed, os.environ)
-    commands = []
-    for option, command in (("--agent", args.agent), ("--agent-b", args.agent_b or args.agent)):
-        argv = runner.parse_command(command, option)
-        runner.check_executable(argv[0], option, users[0], path)
-        commands.append(argv)
-    if users[0].dedicated:
-        who = "as dedicated uids " + " and ".join(str(user.uid) for user in users)
-    else:
-        who = f"as yourself ({users[0].describe()}; the workspace is read-only by mode bits only)"
-    warn(
-        f"capsule: running agents a and b {who} in fresh read-only workspaces "
-        f"(timeout {args.timeout:g} s each)"
+    report = run_and_verify(
+        args.capsule,
+        args.agent,
+        args.agent_b,
+        timeout=args.timeout,
+        pass_env=args.pass_env,
+        evidence_path=args.evidence,
+        progress=lambda line: warn(f"capsule: {printable(line)}"),
     )
-    runs = runner.run_agents(
-        capsule.data, commands, timeout=args.timeout, users=users, passed=passed
-    )
-    for run in runs:
-        if run.left_running:
-            warn(
-                f"capsule: agent {run.slot} left {len(run.left_running)} process(es) running; "
-                "the runner killed them"
-            )
-        if run.survivors:
-            warn(f"capsule: agent {run.slot}: processes survived the runner's kill")
-    attestation = None
-    if args.evidence:
-        data = canonical.dumps(
-            runner.evidence(
-                runs,
-                capsule_sha256=capsule.sha256,
-                prompt_sha256=prompt.sha256(),
-                timeout=args.timeout,
-                version=__version__,
-            )
-        )
-        write_atomic(args.evidence, data)
-        attestation = runner.attestation(runs, sha256_hex(data))
-    submissions = [
-        Submission(
-            run.slot,
-            f"agent {run.slot}",
-            None if run.start_error is not None else run.stdout,
-            run.problem,
-        )
-        for run in runs
-    ]
-    verdict = evaluate(capsule, shown(args.capsule), submissions, attestation=attestation)
-    return _report(verdict, args.json)
-
-
-def _printable(text: str) -> str:
-    # Agent-written text reaches a terminal here: show control characters
-    # (escape sequences included) instead of sending them.
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    for line in report.warnings():
+        warn(f"capsule: {printable(line)}")
+    return _report(report.verdict, args.json)
 
 
 def _report(verdict: Verdict, as_json: bool) -> int:
@@ -348,7 +243,7 @@ def _report(verdict: Verdict, as_json: bool) -> int:
         else:
             detail = "blockers: " + "; ".join(result["blockers"])
         lines.append(f"{slot}  {result['agent']['id']}  {result['decision']}  {detail}")
-    sys.stdout.write("".join(_printable(line) + "\n" for line in lines))
+    sys.stdout.write("".join(printable(line) + "\n" for line in lines))
     sys.stdout.flush()
     document = verdict.capsule.document
     outcome = f"agreement: {verdict.decision}" if verdict.agreement else "no agreement (exit 1)"
@@ -367,7 +262,7 @@ def _report(verdict: Verdict, as_json: bool) -> int:
         file=sys.stderr,
     )
     if attestation is not None:
-        notes = "".join(f"  {_printable(note)}\n" for note in attestation.observed)
+        notes = "".join(f"  {printable(note)}\n" for note in attestation.observed)
         sys.stderr.write(f"observed by the runner:\n{notes}")
         sys.stderr.flush()
     return 0 if verdict.agreement else 1
