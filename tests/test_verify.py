@@ -50,20 +50,57 @@ def test_file_changed_passage_intact(cli, repo: Repo, capsule: Path) -> None:
     repo.write("docs/roadmap.md", ROADMAP + "\n## Phase 4\n\nAppended.\n")
     repo.commit()
     code, report = verify(cli, repo, capsule)
-    assert code == 1
+    assert code == 0
+    assert report["ok"] is True
     part = by_locator(report)["docs/roadmap.md#phase-2"]
-    assert (part["status"], part["code"]) == ("stale", "source_changed_passage_intact")
+    assert (part["status"], part["code"]) == ("intact", "source_changed_passage_intact")
     assert part["current"]["lines"] == [9, 16]
+    assert report["counts"] == {"unchanged": 4, "intact": 1, "stale": 0, "missing": 0}
 
 
 def test_passage_moved(cli, repo: Repo, capsule: Path) -> None:
     repo.write("docs/roadmap.md", ROADMAP.replace("Intro text.\n", "Intro text.\n\nMore.\n"))
     repo.commit()
     code, report = verify(cli, repo, capsule)
-    assert code == 1
+    assert code == 0
     part = by_locator(report)["docs/roadmap.md#phase-2"]
-    assert (part["status"], part["code"]) == ("stale", "passage_moved")
+    assert (part["status"], part["code"]) == ("intact", "passage_moved")
     assert part["current"]["lines"] == [11, 18]
+
+
+def test_strict_fails_on_intact_evidence(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/roadmap.md", ROADMAP.replace("Intro text.\n", "Intro text.\n\nMore.\n"))
+    repo.commit()
+    code, report = verify(cli, repo, capsule, "--strict")
+    assert (code, report["ok"], report["strict"]) == (1, False, True)
+    assert by_locator(report)["docs/roadmap.md#phase-2"]["status"] == "intact"
+    text = cli(["verify", str(capsule), "--strict"], cwd=repo.path)
+    assert text.code == 1
+    assert "--strict fails on any change" in text.err
+
+
+def test_strict_passes_when_everything_is_unchanged(cli, repo: Repo, capsule: Path) -> None:
+    assert verify(cli, repo, capsule, "--strict")[0] == 0
+
+
+def test_text_output_shows_intact_with_its_code(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/roadmap.md", ROADMAP + "\n## Phase 4\n\nAppended.\n")
+    repo.commit()
+    result = cli(["verify", str(capsule)], cwd=repo.path)
+    assert result.code == 0
+    line = next(x for x in result.out.splitlines() if "#phase-2" in x)
+    assert line.startswith("intact    docs/roadmap.md#phase-2")
+    assert "source_changed_passage_intact:" in line
+    assert "4 unchanged, 1 intact: every selected byte is as recorded" in result.err
+
+
+def test_intact_beside_stale_still_fails(cli, repo: Repo, capsule: Path) -> None:
+    repo.write("docs/roadmap.md", ROADMAP + "\n## Phase 4\n\nAppended.\n")
+    repo.write("docs/notes.md", "# Notes\n\nother\n")
+    repo.commit()
+    code, report = verify(cli, repo, capsule)
+    assert code == 1
+    assert report["counts"] == {"unchanged": 3, "intact": 1, "stale": 1, "missing": 0}
 
 
 def test_passage_stale(cli, repo: Repo, capsule: Path) -> None:

@@ -18,10 +18,13 @@ def register(sub: Any) -> None:
         description=(
             "Check CAPSULE first on its own (canonical bytes, schema, internal hashes, "
             "budget numbers; exit 2 when it is corrupt), then each part (packet, context, "
-            "policy, every read) against the committed tree at --at: unchanged, stale "
-            "(source_changed, source_changed_passage_intact, passage_moved, passage_stale) "
-            "or missing (source_missing, heading_missing, heading_ambiguous, ...). Reads "
-            "committed objects only; the capsule file is never rewritten."
+            "policy, every read) against the committed tree at --at: unchanged "
+            "(verified_unchanged), intact (the file changed or the section moved but the "
+            "selected bytes are identical: source_changed_passage_intact, passage_moved), "
+            "stale (source_changed, passage_stale) or missing (source_missing, "
+            "heading_missing, heading_ambiguous, ...). Exit 0 when every part is unchanged "
+            "or intact, 1 when any is stale or missing; with --strict, 1 on any change. "
+            "Reads committed objects only; the capsule file is never rewritten."
         ),
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -33,6 +36,11 @@ def register(sub: Any) -> None:
         default="HEAD",
         help="commit to verify against: HEAD (default), a full commit id or a unique hex prefix",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when any part changed at all, intact ones included",
+    )
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -40,14 +48,15 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from governance.core.reader import read_capsule_file
     from governance.core.snapshot import Snapshot, open_repository
-    from governance.core.verify import UNCHANGED, verify_capsule
-    from governance.output import print_json
+    from governance.core.verify import counts, holds, verify_capsule
+    from governance.output import print_json, printable
 
     capsule = read_capsule_file(args.capsule)
     repo = open_repository()
     snapshot = Snapshot.at(repo, args.at, check_worktree=False)
     results = verify_capsule(capsule, snapshot)
-    ok = all(r.status == UNCHANGED for r in results)
+    ok = holds(results, strict=args.strict)
+    tally = counts(results)
     if args.json:
         print_json(
             {
@@ -59,18 +68,32 @@ def run(args: argparse.Namespace) -> int:
                 },
                 "at": snapshot.commit_id,
                 "ok": ok,
+                "strict": args.strict,
+                "counts": tally,
                 "parts": [r.to_json() for r in results],
             }
         )
     else:
         width = max(len(r.locator) for r in results)
         for r in results:
-            print(f"{r.status:<9} {r.locator:<{width}}  {r.code}: {r.message}")
-        stale = sum(r.status != UNCHANGED for r in results)
-        verdict = "all parts unchanged" if ok else f"{stale} of {len(results)} parts drifted"
+            print(printable(f"{r.status:<9} {r.locator:<{width}}  {r.code}: {r.message}"))
+        verdict = _verdict(tally, len(results), ok=ok, strict=args.strict)
         print(
-            f"capsule: {capsule.document['id']} built at {capsule.commit[:12]}, verified at "
-            f"{snapshot.commit_id[:12]}: {verdict}",
+            printable(
+                f"capsule: {capsule.document['id']} built at {capsule.commit[:12]}, verified at "
+                f"{snapshot.commit_id[:12]}: {verdict}"
+            ),
             file=sys.stderr,
         )
     return 0 if ok else 1
+
+
+def _verdict(tally: dict[str, int], total: int, *, ok: bool, strict: bool) -> str:
+    if tally["unchanged"] == total:
+        return "all parts unchanged"
+    shown = ", ".join(f"{n} {status}" for status, n in tally.items() if n)
+    if ok:
+        return f"{shown}: every selected byte is as recorded"
+    if strict and not tally["stale"] + tally["missing"]:
+        return f"{shown}: every selected byte is as recorded, but --strict fails on any change"
+    return f"{shown}: the evidence changed"

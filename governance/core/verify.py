@@ -10,6 +10,7 @@ as unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from governance.core.excerpt import Excerpt, select
@@ -19,9 +20,26 @@ from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot, Source
 from governance.errors import MalformedInput, SourceError
 
-UNCHANGED = "unchanged"
-STALE = "stale"
-MISSING = "missing"
+
+class Status(StrEnum):
+    """What became of one part's evidence. ``holds()`` says whether the agent's
+    bytes are still the repository's: by default, unchanged or intact."""
+
+    UNCHANGED = "unchanged"  # same blob, same bytes
+    INTACT = "intact"  # the file changed or the section moved; its selected bytes did not
+    STALE = "stale"  # the selected bytes changed
+    MISSING = "missing"  # the file or the heading cannot be found any more
+
+    def holds(self, *, strict: bool = False) -> bool:
+        if strict:
+            return self is Status.UNCHANGED
+        return self in (Status.UNCHANGED, Status.INTACT)
+
+
+UNCHANGED = Status.UNCHANGED
+INTACT = Status.INTACT
+STALE = Status.STALE
+MISSING = Status.MISSING
 
 # code -> what it means, for text output and docs.
 CODES = {
@@ -37,7 +55,7 @@ CODES = {
 class PartResult:
     part: str
     locator: str
-    status: str
+    status: Status
     code: str
     message: str
     current: dict[str, Any] = field(default_factory=dict)
@@ -46,7 +64,7 @@ class PartResult:
         return {
             "part": self.part,
             "locator": self.locator,
-            "status": self.status,
+            "status": str(self.status),
             "code": self.code,
             "message": self.message,
             "current": self.current,
@@ -129,12 +147,23 @@ def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any]) -> PartResult
     if selector.slug is None:
         return PartResult(part, locator, STALE, "source_changed", CODES["source_changed"], current)
     if excerpt.selected_sha256 != recorded["selected_sha256"]:
-        code = "passage_stale"
-    elif current["lines"] != recorded["lines"]:
-        code = "passage_moved"
-    else:
-        code = "source_changed_passage_intact"
-    return PartResult(part, locator, STALE, code, CODES[code], current)
+        return PartResult(part, locator, STALE, "passage_stale", CODES["passage_stale"], current)
+    code = (
+        "passage_moved"
+        if current["lines"] != recorded["lines"]
+        else "source_changed_passage_intact"
+    )
+    return PartResult(part, locator, INTACT, code, CODES[code], current)
+
+
+def holds(results: list[PartResult], *, strict: bool = False) -> bool:
+    """Whether every part's evidence still holds (``verify``'s exit 0)."""
+    return all(r.status.holds(strict=strict) for r in results)
+
+
+def counts(results: list[PartResult]) -> dict[str, int]:
+    """How many parts have each status, every status named."""
+    return {str(s): sum(r.status is s for r in results) for s in Status}
 
 
 def verify_capsule(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]:
