@@ -498,7 +498,7 @@ def test_over_budget_after_escaping(cli, repo: Repo) -> None:
 
 
 def test_over_budget_hard_limit_with_reserve(cli, repo: Repo) -> None:
-    repo.write("policies/capsule.yml", "target_tokens: 5000\nhard_limit_tokens: 5000\n")
+    repo.write("policies/capsule.yml", "target_tokens: 3500\nhard_limit_tokens: 5000\n")
     repo.write("docs/big.md", "x" * 12000)
     set_reads(repo, ["docs/big.md"])
     result = build(cli, repo, "--json")

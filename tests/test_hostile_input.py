@@ -73,15 +73,3 @@ def test_closed_pipe_exits_quietly(repo: Repo) -> None:
     )
     assert done.returncode == 141
     assert "Traceback" not in done.stderr
-
-
-def test_shared_alias_is_not_a_cycle(cli, repo: Repo) -> None:
-    # The same list used twice is fine YAML; only a list inside itself is refused.
-    text = packet_yaml("P-1", ["docs/notes.md"])
-    text = text.replace("scope: docs", "scope: &s [docs, tests]").replace(
-        "contracts: []", "contracts: *s"
-    )
-    repo.write(PACKET, text)
-    repo.commit()
-    result = cli(["build", PACKET], cwd=repo.path)
-    assert result.code == 0, result.err

@@ -19,9 +19,9 @@ from governance.core.excerpt import Excerpt, decode_source, select
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
 from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
-from governance.core.policy import Policy, parse_policy
+from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target, parse_policy
 from governance.core.snapshot import Snapshot, Source
-from governance.errors import CapsuleError, SourceError, UsageError
+from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
 
 if TYPE_CHECKING:
     from governance.core.headings import Heading
@@ -61,7 +61,12 @@ class Built:
 
 
 def _read_whole(
-    snapshot: Snapshot, path: str, *, hint: str = "", policy: Policy | None = None
+    snapshot: Snapshot,
+    path: str,
+    *,
+    hint: str = "",
+    policy: Policy | None = None,
+    max_bytes: int | None = None,
 ) -> WholeFile:
     try:
         source = snapshot.source(path)
@@ -70,6 +75,13 @@ def _read_whole(
             exc.message = f"{exc.message}; {hint}"
             exc.args = (exc.message,)
         raise
+    if max_bytes is not None and snapshot.size(source) > max_bytes:
+        raise MalformedInput(
+            f"{path}: {snapshot.size(source):,} bytes {snapshot.where}, more than the "
+            f"{max_bytes:,} bytes it may have",
+            code="policy_malformed",
+            path=path,
+        )
     if policy is not None:
         # Refuse a file that alone breaks the hard limit before inflating it.
         size = snapshot.size(source)
@@ -185,7 +197,10 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         )
 
     policy_file = _read_whole(
-        snapshot, POLICY_PATH, hint="every capsule is built under a committed policy"
+        snapshot,
+        POLICY_PATH,
+        hint="every capsule is built under a committed policy",
+        max_bytes=MAX_POLICY_BYTES,
     )
     with _naming(POLICY_PATH):
         policy = snapshot.memo(
@@ -199,6 +214,8 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
             packet_file.source,
             lambda: parse_packet(packet_file.text, path=packet_path),
         )
+        if packet.target_tokens is not None:
+            check_packet_target(policy, packet.target_tokens, path=packet_path)
     context_file: WholeFile | None = None
     try:
         context_file = _read_whole(snapshot, packet.context_path, policy=policy)

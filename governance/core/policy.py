@@ -11,6 +11,8 @@ from governance.core.yamlload import load_yaml
 from governance.errors import MalformedInput
 
 ESTIMATOR = "utf8_bytes_div_3_ceil"
+# A policy is a handful of numbers; its size is checked from the object header.
+MAX_POLICY_BYTES = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -38,4 +40,25 @@ def parse_policy(text: str, *, path: str = POLICY_PATH) -> Policy:
             code="policy_malformed",
             path=path,
         )
+    if policy.target_tokens + policy.reserve_tokens > policy.hard_limit_tokens:
+        raise MalformedInput(
+            f"{path}: target_tokens ({policy.target_tokens}) plus reserve_tokens "
+            f"({policy.reserve_tokens}) exceed hard_limit_tokens ({policy.hard_limit_tokens}): "
+            "no capsule could meet that target",
+            code="policy_malformed",
+            path=path,
+        )
     return policy
+
+
+def check_packet_target(policy: Policy, target: int, *, path: str) -> None:
+    """A packet's own target must fit the policy's hard limit less its reserve."""
+    if target + policy.reserve_tokens > policy.hard_limit_tokens:
+        raise MalformedInput(
+            f"{path}: budget.target_tokens ({target}) plus the policy's reserve_tokens "
+            f"({policy.reserve_tokens}) exceed its hard_limit_tokens "
+            f"({policy.hard_limit_tokens}); the largest target this policy allows is "
+            f"{policy.hard_limit_tokens - policy.reserve_tokens}",
+            code="packet_malformed",
+            path=path,
+        )

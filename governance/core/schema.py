@@ -28,6 +28,14 @@ def _validator(name: str) -> Any:
     return jsonschema.validators.validator_for(schema)(schema)
 
 
+def clip(text: str, limit: int = 200) -> str:
+    """``text`` cut to about ``limit`` characters: an error message quotes input,
+    and the validator quotes a value whole, however large."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+
+
 def _where(path: Any) -> str:
     out = "$"
     for part in path:
@@ -50,9 +58,9 @@ def validate(
     if not errors:
         return
     best = jsonschema.exceptions.best_match(errors)
-    where = _where(best.absolute_path)
+    where = clip(_where(best.absolute_path), 100)
     raise error(
-        f"{what}: {where}: {best.message}",
+        f"{what}: {where}: {clip(best.message)}",
         code=code,
         where=where,
         violations=len(errors),
