@@ -26,6 +26,7 @@ COMMANDS = (
     "install-hook",
     "continuation",
     "sign",
+    "render",
 )
 
 # What a shell reports for a process killed by SIGPIPE (128 + 13).
