@@ -1,4 +1,6 @@
-"""Writing results: atomic files and clean stdout."""
+"""Writing results: atomic files, clean stdout, and every human-readable line
+made printable. The one place the commands' output goes through; library code
+returns values and never writes to a terminal."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import re
 import sys
 import tempfile
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 from governance.core import canonical
@@ -79,6 +82,17 @@ def printable(text: str) -> str:
     )
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 packet``, ``2 packets``, ``1,024 packets``."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def listed(items: Sequence[str], most: int = 5) -> str:
+    """The first ``most`` items, comma-separated, then ``and K more``."""
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
 def _shown_json(value: Any) -> Any:
     if isinstance(value, str):
         return shown(value)
@@ -101,5 +115,26 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def warn(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+def message(text: str) -> str:
+    """A message that may run over several lines (over_budget's cost table) as
+    printable lines: the first as it is, each further one indented, so text
+    quoted in it (a path with a newline) can never start a line of its own
+    that looks like another report."""
+    first, *rest = text.split("\n")
+    indented = (line if line.startswith(" ") else f"  {line}" for line in rest)
+    return "\n".join([printable(first), *map(printable, indented)])
+
+
+def out(line: str = "") -> None:
+    """One human-readable line on stdout, made printable."""
+    sys.stdout.write(printable(line) + "\n")
+
+
+def err(line: str) -> None:
+    """One human-readable line on stderr, made printable, flushed."""
+    sys.stderr.write(printable(line) + "\n")
+    sys.stderr.flush()
+
+
+def warn(line: str) -> None:
+    err(line)

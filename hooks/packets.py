@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
+
+from governance.commands._args import Parser
+from governance.commands._hooks import run_hook
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="capsule-packets",
         description=(
             "Check, against the index (the staged tree), every packet that a staged change "
@@ -22,11 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="PATH",
         help="changed paths (pre-commit passes them), besides what is staged",
     )
-    args = parser.parse_args(argv)
-
-    from governance.guards.hooks import packets_guard, run_hook
-
-    return run_hook("capsule-packets", packets_guard, args.paths)
+    return run_hook(parser, argv, "packets")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
+
+from governance.commands._args import Parser
+from governance.commands._hooks import run_hook
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="capsule-records",
         description=(
             "Check every staged capsule record (packets/<ID>/capsules/<commit>.json) and "
@@ -23,11 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="PATH",
         help="records to check besides the staged ones; other files are ignored",
     )
-    args = parser.parse_args(argv)
-
-    from governance.guards.hooks import records_guard, run_hook
-
-    return run_hook("capsule-records", records_guard, args.paths)
+    return run_hook(parser, argv, "records")
 
 
 if __name__ == "__main__":

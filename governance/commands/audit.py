@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from governance.cli import add_json_flag
+from governance.commands._args import add_json_flag
+from governance.output import err, out, plural, printable
 
 if TYPE_CHECKING:
     from governance.history.audit import Row
@@ -110,8 +111,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from governance.core.snapshot import open_repository
     from governance.history import audit
     from governance.history.globs import PathGlobs
@@ -155,39 +154,38 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(table)
     if where.tip is None:
-        print("capsule: no commits, no records: HEAD has no commits yet", file=sys.stderr)
+        err("capsule: no commits, no records: HEAD has no commits yet")
         return 0
     scope = f" (shard {index}/{count} of {len(everything)} record blobs)" if count > 1 else ""
-    print(
-        f"capsule: audited {_n(counts['records'], 'record version')} "
-        f"({_n(counts['blobs'], 'distinct blob')}) in {_n(found.commits, 'commit')} of "
+    err(
+        f"capsule: audited {plural(counts['records'], 'record version')} "
+        f"({plural(counts['blobs'], 'distinct blob')}) in {plural(found.commits, 'commit')} of "
         f"{where.spec} at {where.tip[:12]}{scope}: "
         f"{counts[audit.IDENTICAL]} identical, {counts[audit.DRIFT]} drift, "
-        f"{counts[audit.ERROR]} error",
-        file=sys.stderr,
+        f"{counts[audit.ERROR]} error"
     )
     return 0 if ok else 1
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
-
-
 def _print_table(table: list[Row]) -> None:
-    from governance.output import shown
+    from governance.history.audit import DRIFT, ERROR
 
     lines = [("RESULT", "PATH", "INTRODUCED", "BUILT AT", "DETAIL")]
     for row in table:
-        if row.result == "drift":
+        if row.result == DRIFT:
             detail = "differs in " + ", ".join(d.path for d in row.differences)
-        elif row.result == "error":
+        elif row.result == ERROR:
             # The first line only: an over-budget message goes on to list every part.
             detail = f"{row.code}: {row.message.splitlines()[0] if row.message else ''}"
         else:
             detail = ""
         declared = row.declared[:12] if row.declared else "-"
-        lines.append((row.result, shown(row.path), row.introduced[:12], declared, shown(detail)))
+        # Every cell printable before the widths are measured: a record's path
+        # is repository text, and may hold escape codes.
+        lines.append(
+            (row.result, printable(row.path), row.introduced[:12], declared, printable(detail))
+        )
     widths = [max(len(line[column]) for line in lines) for column in range(4)]
     for line in lines:
         cells = [cell.ljust(width) for cell, width in zip(line[:4], widths, strict=True)]
-        print("  ".join([*cells, line[4]]).rstrip())
+        out("  ".join([*cells, line[4]]).rstrip())

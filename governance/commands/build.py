@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from governance.cli import EXIT_CODES, add_json_flag
+from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.output import err
 
 HELP = "compile a packet into a canonical context capsule"
 
@@ -95,14 +96,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.buffer.write(built.data)
         sys.stdout.flush()
-    print(
+    err(
         f"capsule: built {built.packet.id} at {built.document['commit'][:12]}: "
         f"{len(built.excerpts)} reads, {len(built.data):,} bytes, "
         f"{built.estimated_tokens:,} estimated tokens of {built.limits.target_tokens:,} "
         f"(target from {built.limits.target_source}; hard limit "
         f"{built.limits.hard_limit_tokens:,} with reserve {built.limits.reserve_tokens:,})"
         + (f" -> {args.output}" if args.output else "")
-        + (f" -> {summary['record']} ({summary['record_status']})" if args.record else ""),
-        file=sys.stderr,
+        + (f" -> {summary['record']} ({summary['record_status']})" if args.record else "")
     )
     return 0

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from governance.cli import EXIT_CODES, add_json_flag
+from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.output import err, out, plural
 
 HELP = "report every reason packets would not build (emits nothing)"
 
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from governance.core.paths import repo_relative
     from governance.core.snapshot import Snapshot, open_repository
     from governance.errors import UsageError
-    from governance.guards.check import check_packets, exit_code, find_packets, once, plural
+    from governance.guards.check import check_packets, exit_code, find_packets, once
     from governance.guards.staged import staged_snapshot
     from governance.output import print_json
 
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         for failure in reported:
-            print(failure.line())
+            out(failure.line())
         sys.stdout.flush()
     failing = sum(1 for packet in packets if results[packet])
     if not packets:
@@ -96,5 +97,5 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         verdict = f"{plural(len(packets), 'packet')} would build"
-    print(f"capsule: checked {at}: {verdict}", file=sys.stderr)
+    err(f"capsule: checked {at}: {verdict}")
     return code

@@ -7,9 +7,9 @@ import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from governance.cli import add_json_flag
+from governance.commands._args import add_json_flag
 from governance.continuation import DEFAULT_TIMEOUT, MAX_TIMEOUT
-from governance.output import printable, warn
+from governance.output import err, out, warn
 
 if TYPE_CHECKING:
     from governance.continuation.verdict import Verdict
@@ -220,10 +220,10 @@ def run_and_verify(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         pass_env=args.pass_env,
         evidence_path=args.evidence,
-        progress=lambda line: warn(f"capsule: {printable(line)}"),
+        progress=lambda line: warn(f"capsule: {line}"),
     )
     for line in report.warnings():
-        warn(f"capsule: {printable(line)}")
+        warn(f"capsule: {line}")
     return _report(report.verdict, args.json)
 
 
@@ -243,7 +243,9 @@ def _report(verdict: Verdict, as_json: bool) -> int:
         else:
             detail = "blockers: " + "; ".join(result["blockers"])
         lines.append(f"{slot}  {result['agent']['id']}  {result['decision']}  {detail}")
-    sys.stdout.write("".join(printable(line) + "\n" for line in lines))
+    # Agent-written text reaches a terminal here: out() makes every line printable.
+    for line in lines:
+        out(line)
     sys.stdout.flush()
     document = verdict.capsule.document
     outcome = f"agreement: {verdict.decision}" if verdict.agreement else "no agreement (exit 1)"
@@ -254,15 +256,14 @@ def _report(verdict: Verdict, as_json: bool) -> int:
         if attestation is None
         else f"runner-observed (evidence sha256 {attestation.evidence_sha256[:12]})"
     )
-    print(
+    err(
         f"capsule: continuation of {document['id']} (capsule sha256 "
         f"{verdict.capsule.sha256[:12]}): {outcome}. Scope: semantic agreement only; "
         f"authority: none; identity agent-reported, fresh workspace and no prior context "
-        f"{claim}; execution {execution}.",
-        file=sys.stderr,
+        f"{claim}; execution {execution}."
     )
     if attestation is not None:
-        notes = "".join(f"  {printable(note)}\n" for note in attestation.observed)
-        sys.stderr.write(f"observed by the runner:\n{notes}")
-        sys.stderr.flush()
+        err("observed by the runner:")
+        for note in attestation.observed:
+            err(f"  {note}")
     return 0 if verdict.agreement else 1

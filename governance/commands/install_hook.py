@@ -4,10 +4,10 @@ running the guards."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from governance.cli import EXIT_CODES, add_json_flag
+from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.output import err
 
 HELP = "write git pre-commit and pre-merge-commit hooks that run the capsule guards"
 
@@ -55,5 +55,5 @@ def run(args: argparse.Namespace) -> int:
         "unchanged": "already installed, unchanged:",
     }
     for hook in installed:
-        print(f"capsule: {messages[hook.action]} {hook.path}", file=sys.stderr)
+        err(f"capsule: {messages[hook.action]} {hook.path}")
     return 0

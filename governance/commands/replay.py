@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from governance.cli import add_json_flag
+from governance.commands._args import add_json_flag
 from governance.errors import CapsuleError
 
 HELP = "rebuild a capsule at its declared commit and compare it byte for byte"
@@ -52,13 +52,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from governance.core.hashing import sha256_hex
     from governance.core.reader import read_capsule_file
     from governance.core.snapshot import open_repository
     from governance.history.replay import declared_commit, rebuild_failed, replay_capsule
-    from governance.output import print_json
+    from governance.output import err, out, print_json, printable
 
     capsule = read_capsule_file(args.capsule)
     repo = open_repository(args.repo)
@@ -85,15 +83,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         where = f"{packet_id} at {capsule.commit[:12]}"
         if result.identical:
-            print(f"identical  {args.capsule}  ({where}, sha256 {capsule.sha256[:16]})")
+            out(f"identical  {args.capsule}  ({where}, sha256 {capsule.sha256[:16]})")
         else:
-            print(f"different  {args.capsule}  ({where}): {len(result.differences)} fields")
-            width = max((len(d.path) for d in result.differences), default=0)
-            for d in result.differences:
-                print(
-                    f"  {d.path:<{width}}  recorded {d.recorded_sha256[:16]}  "
+            out(f"different  {args.capsule}  ({where}): {len(result.differences)} fields")
+            paths = [printable(d.path) for d in result.differences]
+            width = max(map(len, paths), default=0)
+            for d, path in zip(result.differences, paths, strict=True):
+                out(
+                    f"  {path:<{width}}  recorded {d.recorded_sha256[:16]}  "
                     f"rebuilt {d.rebuilt_sha256[:16]}"
                 )
         verdict = "identical" if result.identical else "differs from its rebuild"
-        print(f"capsule: replay of {where}: {verdict}", file=sys.stderr)
+        err(f"capsule: replay of {where}: {verdict}")
     return 0 if result.identical else 1

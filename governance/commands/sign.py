@@ -8,7 +8,7 @@ import stat
 import sys
 from typing import Any
 
-from governance.cli import add_json_flag
+from governance.commands._args import add_json_flag
 from governance.errors import CapsuleError
 
 HELP = "sign capsule records with an SSH key (writes RECORD.sig beside each)"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from governance.cli import EXIT_CODES, add_json_flag
+from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.output import err, out, printable
 
 HELP = "check a capsule's parts against a commit (never rewrites it)"
 
@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from governance.core.reader import read_capsule_file
     from governance.core.snapshot import Snapshot, open_repository
     from governance.core.verify import counts, holds, verify_capsule
-    from governance.output import print_json, printable
+    from governance.guards.check import one_line
+    from governance.output import print_json
 
     capsule = read_capsule_file(args.capsule)
     repo = open_repository()
@@ -74,16 +75,13 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        width = max(len(r.locator) for r in results)
+        width = max(len(printable(r.locator)) for r in results)
         for r in results:
-            print(printable(f"{r.status:<9} {r.locator:<{width}}  {r.code}: {r.message}"))
+            out(f"{r.status:<9} {printable(r.locator):<{width}}  {r.code}: {one_line(r.message)}")
         verdict = _verdict(tally, len(results), ok=ok, strict=args.strict)
-        print(
-            printable(
-                f"capsule: {capsule.document['id']} built at {capsule.commit[:12]}, verified at "
-                f"{snapshot.commit_id[:12]}: {verdict}"
-            ),
-            file=sys.stderr,
+        err(
+            f"capsule: {capsule.document['id']} built at {capsule.commit[:12]}, verified at "
+            f"{snapshot.commit_id[:12]}: {verdict}"
         )
     return 0 if ok else 1
 

@@ -21,6 +21,7 @@ from governance.core.canonical import has_surrogate, no_constant, no_duplicate_k
 from governance.core.hashing import sha256_hex
 from governance.core.reader import CapsuleFile
 from governance.errors import MalformedInput
+from governance.output import listed
 
 RESULT_SCHEMA = "continuation-result/1"
 VERDICT_SCHEMA = "continuation-verdict/1"
@@ -193,10 +194,7 @@ def _quote(text: str) -> str:
 
 
 def _listing(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:_MAX_LISTED])
-    if len(items) > _MAX_LISTED:
-        shown += f" and {len(items) - _MAX_LISTED} more"
-    return shown
+    return listed(items, _MAX_LISTED)
 
 
 def parse_result(data: bytes) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import pygit2
 from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 from governance.errors import EXIT_OK, CapsuleError
+from governance.output import plural
 
 # What to do about a packet's failure, for codes whose message does not say it
 # already (heading_ambiguous, too_many_reads, source_dirty... do).
@@ -172,10 +173,6 @@ def once(failures: Sequence[Failure]) -> list[Failure]:
             done.add(key)
             out.append(replace(failure, path=POLICY_PATH, packets=shared[key]))
     return out
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def exit_code(failures: Sequence[Failure]) -> int:

@@ -4,19 +4,18 @@ Each hook takes what is staged (the difference between HEAD and the index)
 together with the paths pre-commit passes it: a consumer's ``exclude:`` or
 ``pre-commit run --files`` can leave a staged change out of those paths, and it
 is committed all the same. Failures are printed one per line
-on stdout, ``path: locator: code: what to do``; a summary goes to stderr.
+on stdout, ``path: locator: code: what to do``; a summary goes to stderr
+(``governance.commands._hooks`` prints them).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pygit2
 
-from governance.errors import CapsuleError, coded
-from governance.guards.check import Failure, exit_code, once, plural
+from governance.guards.check import Failure
 
 
 @dataclass(frozen=True)
@@ -65,34 +64,3 @@ def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
     snapshot = staged_snapshot(repo, tree)
     failures = tuple(f for record in records for f in check_record(repo, snapshot, record))
     return GuardReport("record", tuple(records), failures)
-
-
-def run_hook(
-    name: str,
-    guard: Callable[[pygit2.Repository, Sequence[str]], GuardReport],
-    filenames: Sequence[str],
-) -> int:
-    """The hooks' one error boundary: run ``guard`` on the repository of the
-    current directory and print its failures."""
-    from governance.core.snapshot import open_repository
-
-    try:
-        report = guard(open_repository(), filenames)
-    except (CapsuleError, OSError, pygit2.GitError) as exc:
-        error = exc if isinstance(exc, CapsuleError) else coded(exc)
-        if error is None:
-            raise
-        print(f"{name}: error [{error.code}]: {error.message}", file=sys.stderr)
-        return error.exit_code
-    reported = once(report.failures)
-    for failure in reported:
-        print(failure.line())
-    if report.failures:
-        failing = len({f.path for f in report.failures})
-        print(
-            f"{name}: {plural(len(reported), 'failure')} in {failing} of "
-            f"{plural(len(report.checked), report.what)} checked against the index",
-            file=sys.stderr,
-        )
-    sys.stdout.flush()
-    return exit_code(report.failures)

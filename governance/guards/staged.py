@@ -15,6 +15,7 @@ import pygit2
 
 from governance.core.snapshot import Snapshot
 from governance.errors import UsageError
+from governance.output import listed
 
 # The index has no commit. A capsule is never emitted from it; the placeholder
 # only has to be as long as a real id, so sizes and budgets come out the same.
@@ -61,9 +62,8 @@ def index_tree(repo: pygit2.Repository, index: pygit2.Index) -> pygit2.Tree:
     conflicts = index.conflicts
     if conflicts is not None:
         paths = sorted({e.path for entries in conflicts for e in entries if e is not None})
-        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
         raise UsageError(
-            f"the index has unresolved merge conflicts ({shown}); resolve them and stage "
+            f"the index has unresolved merge conflicts ({listed(paths)}); resolve them and stage "
             "the result before checking",
             code="index_conflicted",
             paths=paths,

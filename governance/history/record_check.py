@@ -22,6 +22,7 @@ from governance.core.snapshot import Snapshot
 from governance.errors import EXIT_DRIFT, CapsuleError, SourceError
 from governance.guards.check import Failure, one_line
 from governance.history.records import RECORDS_FOLDER, record_path
+from governance.output import listed
 
 
 def is_record_path(path: str) -> bool:
@@ -191,7 +192,6 @@ def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list
         ]
     if not result.identical:
         fields = [d.path for d in result.differences]
-        shown = ", ".join(fields[:5]) + (f" and {len(fields) - 5} more" if len(fields) > 5 else "")
         # Name the field that was changed, not the hashes and budget numbers
         # that had to follow it.
         named = (
@@ -205,7 +205,7 @@ def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list
                 path,
                 named[0],
                 "replay_differs",
-                f"rebuilding at {capsule.commit[:12]} gives other bytes (at {shown})",
+                f"rebuilding at {capsule.commit[:12]} gives other bytes (at {listed(fields)})",
                 EXIT_DRIFT,
                 ADVICE["replay_differs"],
                 {"differences": [d.to_json() for d in result.differences]},

@@ -1,0 +1,34 @@
+"""The argparse pieces every command shares: the parser class whose errors go
+through the guarded runner, the ``--json`` flag and the exit-code epilog."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from governance.errors import UsageError
+
+EXIT_CODES = """\
+exit codes:
+  0  success
+  1  a verification ran and found drift or disagreement
+  2  bad usage or malformed input (packet, policy, capsule, revision)
+  3  a source or selector failed closed (missing, unsafe, dirty, ambiguous...)
+  4  over budget: the capsule would not fit its token budget
+
+errors carry a stable code; with --json they are printed on stdout as
+{"error": {"code": ..., "message": ...}}."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse exits on its own; this one raises ``usage`` instead, so the
+    guarded runner reports it like any error (a JSON error with --json, exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}", code="usage")
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="machine-readable output on stdout (errors too)"
+    )

@@ -1,0 +1,41 @@
+"""The pre-commit hooks' output: run a guard of ``governance.guards.hooks``
+inside the guarded runner and print its failures, one line each."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from governance.commands._args import Parser
+from governance.commands._boundary import run_guarded
+from governance.output import err, out, plural
+
+
+def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
+    """Parse ``argv`` with the hook's ``parser``, run the ``guard`` named (``packets``
+    or ``records``) on the repository of the current directory, print its
+    failures on stdout and a summary on stderr."""
+    name = parser.prog
+
+    def body() -> int:
+        args = parser.parse_args(argv)
+        # Loaded once the arguments parse: --help and a usage error stay fast.
+        from governance.core.snapshot import open_repository
+        from governance.guards import hooks
+        from governance.guards.check import exit_code, once
+
+        check = {"packets": hooks.packets_guard, "records": hooks.records_guard}[guard]
+        report = check(open_repository(), args.paths)
+        reported = once(report.failures)
+        for failure in reported:
+            out(failure.line())
+        sys.stdout.flush()
+        if report.failures:
+            failing = len({f.path for f in report.failures})
+            err(
+                f"{name}: {plural(len(reported), 'failure')} in {failing} of "
+                f"{plural(len(report.checked), report.what)} checked against the index"
+            )
+        return exit_code(report.failures)
+
+    return run_guarded(name, body, lambda: False)

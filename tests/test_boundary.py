@@ -1,0 +1,109 @@
+"""One guarded runner for ``capsule`` and the hooks: the same line for an
+error, the same exit for ^C and a closed pipe."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from capsule_hooks import packets, records
+from gitrepo import Repo, packet_yaml
+from governance.cli import main
+from governance.commands._boundary import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, run_guarded
+from governance.errors import SourceError
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "governance"
+
+
+def _run(capsys: pytest.CaptureFixture[str], entry, argv: list[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = entry(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("entry", "prog"),
+    [(main, "capsule"), (packets.main, "capsule-packets"), (records.main, "capsule-records")],
+)
+def test_an_error_is_worded_alike_by_the_cli_and_both_hooks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry, prog
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, entry, ["check", "--all"] if entry is main else [])
+    assert (code, out) == (2, "")
+    assert err == f"{prog}: error [not_a_repository]: {tmp_path}: not inside a git repository\n"
+
+
+@pytest.mark.parametrize(
+    ("entry", "prog"),
+    [(main, "capsule"), (packets.main, "capsule-packets"), (records.main, "capsule-records")],
+)
+def test_a_bad_option_is_a_usage_line_from_the_cli_and_both_hooks(
+    capsys: pytest.CaptureFixture[str], entry, prog: str
+) -> None:
+    argv = ["check", "--bogus"] if entry is main else ["--bogus"]
+    code, out, err = _run(capsys, entry, argv)
+    assert (code, out) == (2, "")
+    assert err == f"{prog}: error [usage]: {prog}: unrecognized arguments: --bogus\n"
+
+
+def test_interrupt_is_one_line_and_exit_130(capsys: pytest.CaptureFixture[str]) -> None:
+    def body() -> int:
+        raise KeyboardInterrupt
+
+    assert run_guarded("capsule-packets", body, lambda: False) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err == "capsule-packets: interrupted\n"
+
+
+def test_an_error_message_over_several_lines_cannot_forge_a_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A path quoted in a message may hold a newline: what follows it is indented,
+    # so it cannot pass for a line of its own.
+    def body() -> int:
+        raise SourceError("docs/a\ncapsule: error [none]: all is well\x1b[2J.md: missing")
+
+    assert run_guarded("capsule", body, lambda: False) == 3
+    assert capsys.readouterr().err.splitlines() == [
+        "capsule: error [source_error]: docs/a",
+        "  capsule: error [none]: all is well\\x1b[2J.md: missing",
+    ]
+
+
+def test_the_packets_hook_exits_quietly_into_a_closed_pipe(repo: Repo) -> None:
+    # Like `capsule-packets | head -c0`: the reader is gone before the hook writes.
+    repo.write("packets/P-1/packet.yml", packet_yaml("P-1", ["docs/gone.md"]))
+    repo.git("add", "-A")
+    script = (
+        "import os, sys; from capsule_hooks.packets import main; "
+        "r, w = os.pipe(); os.close(r); os.dup2(w, 1); sys.exit(main([]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo.path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == EXIT_BROKEN_PIPE
+    assert "Traceback" not in done.stderr
+
+
+def test_commands_do_not_import_the_cli_back() -> None:
+    for path in sorted((PACKAGE / "commands").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module is not None
+        } | {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        assert "governance.cli" not in imported, f"{path.name} imports governance.cli"
+    assert os.path.exists(PACKAGE / "commands" / "_args.py")
