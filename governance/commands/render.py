@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from governance.cli import EXIT_CODES
+from governance.commands._args import EXIT_CODES
 
 HELP = "print a capsule as Markdown for a model (a view; the JSON stays the authority)"
 
