@@ -22,6 +22,7 @@ COMMANDS = (
     "replay",
     "audit",
     "check",
+    "outline",
     "install-hook",
     "continuation",
     "sign",

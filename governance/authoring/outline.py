@@ -1,0 +1,103 @@
+"""Every heading of one Markdown file at a snapshot: its selector, lines and cost."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from governance.core.budget import estimate_tokens
+from governance.core.excerpt import candidate_locator, decode_source
+from governance.core.headings import parse_headings, split_lines
+from governance.core.snapshot import Snapshot
+from governance.core.tree import Tree
+
+
+@dataclass(frozen=True)
+class Entry:
+    level: int
+    text: str
+    slug: str
+    # The locator naming this heading alone (qualified where its slug
+    # repeats); None when no selector can (two equal headings under the same
+    # headings).
+    locator: str | None
+    first_line: int
+    last_line: int
+    n_bytes: int
+    depth: int
+    parent: int | None  # index of the nearest enclosing heading in the outline
+
+    @property
+    def estimated_tokens(self) -> int:
+        return estimate_tokens(self.n_bytes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "text": self.text,
+            "slug": self.slug,
+            "locator": self.locator,
+            "lines": [self.first_line, self.last_line],
+            "bytes": self.n_bytes,
+            "estimated_tokens": self.estimated_tokens,
+            "depth": self.depth,
+            "parent": self.parent,
+        }
+
+
+@dataclass(frozen=True)
+class Outline:
+    path: str
+    commit: str
+    blob: str
+    n_bytes: int
+    line_count: int
+    entries: tuple[Entry, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "commit": self.commit,
+            "blob": self.blob,
+            "bytes": self.n_bytes,
+            "estimated_tokens": estimate_tokens(self.n_bytes),
+            "lines": self.line_count,
+            "headings": [entry.to_json() for entry in self.entries],
+        }
+
+
+def outline(snapshot: Snapshot, path: str) -> Outline:
+    """The outline of ``path`` at ``snapshot``, read with the same fail-closed
+    rules as a build (tracked regular blob, safe path, UTF-8, clean in the
+    working tree when the snapshot checks it)."""
+    source = snapshot.source(path)
+    snapshot.check_worktree(source)
+    data = snapshot.read(source)
+    text = decode_source(data, locator=path)
+    lines = split_lines(data)
+    tree = Tree(parse_headings(text), len(lines))
+    # Byte offset of the start of each line, and of the end of the last one.
+    starts = [0, *itertools.accumulate(len(line) for line in lines)]
+    entries = tuple(
+        Entry(
+            level=section.heading.level,
+            text=section.heading.text,
+            slug=section.heading.slug,
+            locator=candidate_locator(path, tree, index),
+            first_line=section.first_line,
+            last_line=section.last_line,
+            n_bytes=starts[section.last_line] - starts[section.first_line - 1],
+            depth=tree.depth(index),
+            parent=tree.parent[index],
+        )
+        for index, section in enumerate(tree.sections)
+    )
+    return Outline(
+        path=path,
+        commit=snapshot.commit_id,
+        blob=source.blob_id,
+        n_bytes=len(data),
+        line_count=len(lines),
+        entries=entries,
+    )

@@ -1,0 +1,82 @@
+"""``capsule outline``: every heading of a Markdown file with its selector and cost."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from governance.cli import EXIT_CODES, add_json_flag
+
+HELP = "list every heading of a Markdown file with its selector, lines and cost"
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "outline",
+        help=HELP,
+        description=(
+            "Print every heading of PATH, a tracked Markdown file, at an exact commit, as a "
+            "tree: its lines, what its section costs (bytes of the section, estimated tokens "
+            "= ceil(bytes / 3)), the heading, and the locator that names it in "
+            "required_reads: path#slug, or path#parent-slug/child-slug where the slug "
+            "repeats, or '(no unique selector)' when two equal headings sit under the same "
+            "headings. The file is read as a build reads it: a missing, untracked, "
+            "symlinked, non-UTF-8 or (at HEAD) dirty file fails closed. With --json, the "
+            "same as a list, each heading with its depth and parent index."
+        ),
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("path", metavar="PATH", help="the Markdown file, as typed from the cwd")
+    parser.add_argument(
+        "--at",
+        metavar="REV",
+        default="HEAD",
+        help=(
+            "commit to read: HEAD (default; the file must also be clean in the working "
+            "tree), a full commit id or a unique hex prefix"
+        ),
+    )
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from governance.authoring.outline import outline
+    from governance.core.paths import repo_relative
+    from governance.core.snapshot import Snapshot, open_repository
+    from governance.output import print_json, printable
+
+    repo = open_repository()
+    found = outline(Snapshot.at(repo, args.at), repo_relative(repo, args.path))
+    if args.json:
+        print_json(found.to_json())
+        return 0
+    rows = [
+        (
+            f"{e.first_line}-{e.last_line}",
+            f"{e.n_bytes:,}",
+            f"{e.estimated_tokens:,}",
+            printable(f"{'  ' * e.depth}{'#' * e.level} {e.text}"),
+            printable(e.locator) if e.locator is not None else "(no unique selector)",
+        )
+        for e in found.entries
+    ]
+    header = ("LINES", "BYTES", "TOKENS", "HEADING", "SELECTOR")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    for row in [header, *rows]:
+        print(
+            f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  "
+            f"{row[3]:<{widths[3]}}  {row[4]}".rstrip()
+        )
+    count = len(found.entries)
+    print(
+        printable(
+            f"capsule: {found.path} at {found.commit[:12]}: {count} heading"
+            f"{'' if count == 1 else 's'}, {found.line_count:,} lines, {found.n_bytes:,} bytes "
+            f"(whole file {found.to_json()['estimated_tokens']:,} estimated tokens)"
+        ),
+        file=sys.stderr,
+    )
+    return 0
