@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from governance.cli import EXIT_CODES, add_json_flag
+from governance.commands._args import EXIT_CODES, add_json_flag
 
 HELP = "list every heading of a Markdown file with its selector, lines and cost"
 
@@ -46,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from governance.authoring.outline import outline
     from governance.core.paths import repo_relative
     from governance.core.snapshot import Snapshot, open_repository
-    from governance.output import print_json, printable
+    from governance.output import err, out, plural, print_json, printable
 
     repo = open_repository()
     found = outline(Snapshot.at(repo, args.at), repo_relative(repo, args.path))
@@ -66,17 +65,13 @@ def run(args: argparse.Namespace) -> int:
     header = ("LINES", "BYTES", "TOKENS", "HEADING", "SELECTOR")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
     for row in [header, *rows]:
-        print(
+        out(
             f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  "
             f"{row[3]:<{widths[3]}}  {row[4]}".rstrip()
         )
-    count = len(found.entries)
-    print(
-        printable(
-            f"capsule: {found.path} at {found.commit[:12]}: {count} heading"
-            f"{'' if count == 1 else 's'}, {found.line_count:,} lines, {found.n_bytes:,} bytes "
-            f"(whole file {found.to_json()['estimated_tokens']:,} estimated tokens)"
-        ),
-        file=sys.stderr,
+    err(
+        f"capsule: {found.path} at {found.commit[:12]}: {plural(len(found.entries), 'heading')}, "
+        f"{plural(found.line_count, 'line')}, {plural(found.n_bytes, 'byte')} (whole file "
+        f"{found.to_json()['estimated_tokens']:,} estimated tokens)"
     )
     return 0
