@@ -27,6 +27,7 @@ COMMANDS = (
     "continuation",
     "sign",
     "render",
+    "cgp",
 )
 
 

@@ -1,0 +1,595 @@
+"""``capsule cgp`` against the requirement tables of the Context Graph Protocol
+specification (contextgraph/1), each test naming the requirement it checks,
+run against the real provider as a subprocess. Every envelope it emits is
+validated against the vendored envelope schema (tests/cgp_session.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cgp_session import DATA, Provider, assert_valid
+
+from gitrepo import Repo, packet_yaml
+
+ANCHOR = "capsule://packets/P-1"
+TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+@pytest.fixture
+def provider(repo: Repo) -> Iterator[Provider]:
+    running = Provider(repo.path)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def ready(provider: Provider) -> Provider:
+    assert provider.handshake()["type"] == "handshake_ack"
+    return provider
+
+
+def _frames(provider: Provider, **query: Any) -> list[dict[str, Any]]:
+    reply = provider.query(anchors=[ANCHOR], **query)
+    assert reply["type"] == "frames", reply
+    frames: list[dict[str, Any]] = reply["result"]["frames"]
+    return frames
+
+
+def _lines(data: bytes) -> list[bytes]:
+    # The capsule's line rule, written out again here: a line ends at LF, CRLF
+    # or a lone CR; a last line may have no end.
+    return re.findall(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", data)
+
+
+def _at_range(repo: Repo, path: str, where: str | None) -> bytes:
+    data = subprocess.run(
+        ["git", "show", f"HEAD:{path}"], cwd=repo.path, check=True, capture_output=True
+    ).stdout
+    if where is None:
+        return data
+    first, last = map(int, where.removeprefix("L").split("-"))
+    return b"".join(_lines(data)[first - 1 : last])
+
+
+# --- handshake (H1-H4, data flow, capabilities) --------------------------------
+
+
+@pytest.mark.parametrize(
+    "version", ["contextgraph/1.0-draft", "contextgraph/1.0", "contextgraph/1.7"]
+)
+def test_h1_ack_is_in_the_hosts_major_family(provider: Provider, version: str) -> None:
+    ack = provider.handshake(version)
+    assert ack["type"] == "handshake_ack"
+    assert ack["protocol_version"].split(".")[0] == "contextgraph/1"
+
+
+def test_h2_provider_name_and_version_are_not_empty(provider: Provider) -> None:
+    info = provider.handshake()["provider"]
+    assert info["name"] == "git-capsule"
+    assert info["version"]
+
+
+def test_h3_another_major_family_is_a_named_error_and_the_provider_stays(
+    provider: Provider,
+) -> None:
+    reply = provider.handshake("contextgraph/2.0")
+    assert reply["type"] == "error"
+    assert reply["code"] == "incompatible_version"
+    assert "contextgraph/1" in reply["message"]
+    # Not hung, not gone: a query is still refused, and a good handshake works.
+    assert provider.query(anchors=[ANCHOR])["code"] == "bad_request"
+    assert provider.handshake()["type"] == "handshake_ack"
+
+
+def test_h3_a_version_outside_the_grammar_is_a_bad_request(provider: Provider) -> None:
+    assert provider.handshake("contextgraph/one")["code"] == "bad_request"
+
+
+@pytest.mark.parametrize("request_id", ["q1", "  spaced id ", "é/日本/\u2028", "9" * 300])
+def test_h4_ids_are_echoed_verbatim_on_frames_and_errors(ready: Provider, request_id: str) -> None:
+    frames = ready.query(request_id, anchors=[ANCHOR])
+    assert (frames["type"], frames["id"]) == ("frames", request_id)
+    error = ready.query(request_id, anchors=[ANCHOR], kinds=["snippet"])
+    assert (error["type"], error["id"]) == ("error", request_id)
+
+
+def test_h4_a_reply_without_an_id_request_carries_none(ready: Provider) -> None:
+    assert "id" not in ready.query(anchors=[ANCHOR])
+
+
+def test_c5_data_flow_is_local_reads_only(provider: Provider) -> None:
+    flow = provider.handshake()["provider"]["data_flow"]
+    assert flow == {
+        "reads": True,
+        "writes": False,
+        "egress": False,
+        "egress_scopes": ["local-only"],
+    }
+
+
+def test_capabilities_are_doc_frames_correlation_and_verify(provider: Provider) -> None:
+    capabilities = provider.handshake()["capabilities"]
+    assert capabilities["query"] == {"kinds": ["doc"]}
+    assert capabilities["correlation"] is True
+    assert capabilities["verify"] is True
+    assert "representations" not in capabilities  # full frames only (P1)
+
+
+@pytest.mark.parametrize("kind", ["query", "verify"])
+def test_no_payload_before_the_handshake(provider: Provider, kind: str) -> None:
+    if kind == "query":
+        reply = provider.query("early", anchors=[ANCHOR])
+    else:
+        reply = provider.ask({"type": "verify", "request": {"frames": []}})
+    assert reply["type"] == "error"
+    assert reply["code"] == "bad_request"
+    assert "handshake first" in reply["message"]
+
+
+# --- query: anchored on a packet, frames (F1-F5, D1, P1) -----------------------
+
+
+def test_anchored_query_returns_the_packets_capsule_parts(cli, repo: Repo, ready: Provider) -> None:
+    built = cli(["build", "packets/P-1/packet.yml"], cwd=repo.path)
+    document = json.loads(built.out)
+    frames = _frames(ready)
+    expected = [document["packet"]["text"], document["context"]["text"]]
+    expected += [read["text"] for read in document["reads"]]
+    assert [f["content"] for f in frames] == expected
+    assert [f["citation_label"] for f in frames] == [
+        "packets/P-1/packet.yml L1-9",
+        "packets/P-1/context.md L1-3",
+        f"docs/roadmap.md#phase-2 L{document['reads'][0]['lines'][0]}-"
+        f"{document['reads'][0]['lines'][1]}",
+        "docs/notes.md L1-3",
+    ]
+    head = repo.head()
+    assert [f["id"] for f in frames] == [
+        f"capsule:P-1@{head}/packet",
+        f"capsule:P-1@{head}/context",
+        f"capsule:P-1@{head}/reads/0",
+        f"capsule:P-1@{head}/reads/1",
+    ]
+    assert all(f["kind"] == "doc" and f["uri"] == ANCHOR for f in frames)
+    assert frames[2]["title"] == "Phase 2 (docs/roadmap.md)"
+
+
+def test_f1_f2_f3_score_title_and_citation_label(ready: Provider) -> None:
+    for frame in _frames(ready):
+        assert 0 <= frame["score"] <= 1
+        assert frame["title"]
+        assert frame["citation_label"]
+
+
+def test_f4_timestamps_are_the_commits_time_in_the_utc_profile(repo: Repo, ready: Provider) -> None:
+    seconds = int(repo.git("show", "-s", "--format=%ct", "HEAD"))
+    expected = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for frame in _frames(ready):
+        assert frame["valid_from"] == frame["recorded_at"] == expected
+        assert TIME.match(frame["recorded_at"])
+
+
+def test_f5_d1_digests_are_sha256_of_the_exact_bytes_at_the_range(
+    repo: Repo, ready: Provider
+) -> None:
+    for frame in _frames(ready):
+        (provenance,) = frame["provenance"]
+        assert provenance["type"] == "file"
+        assert DIGEST.match(provenance["digest"])
+        assert DIGEST.match(frame["content_digest"])
+        path = provenance["uri"].removeprefix(f"capsule://commits/{repo.head()}/")
+        raw = _at_range(repo, path, provenance["range"])
+        assert raw == frame["content"].encode("utf-8")
+        assert provenance["digest"] == "sha256:" + hashlib.sha256(raw).hexdigest()
+        assert frame["content_digest"] == provenance["digest"]
+
+
+def test_ranges_follow_crlf_and_lone_cr_line_ends(repo: Repo, provider: Provider) -> None:
+    repo.write("docs/crlf.md", b"# Top\r\n\r\nintro\r\n## Part\r\nbody\rmore\r\n## Next\r\nx")
+    repo.write("packets/P-1/packet.yml", packet_yaml("P-1", ["docs/crlf.md#part", "docs/crlf.md"]))
+    repo.commit("crlf")
+    provider.handshake()
+    section, whole = _frames(provider)[2:]
+    assert section["provenance"][0]["range"] == "L4-6"
+    assert section["content"] == "## Part\r\nbody\rmore\r\n"
+    assert whole["provenance"][0]["range"] == "L1-8"
+    for frame in (section, whole):
+        raw = _at_range(repo, "docs/crlf.md", frame["provenance"][0]["range"])
+        assert raw == frame["content"].encode("utf-8")
+
+
+def test_an_empty_file_has_no_range_and_digests_the_whole_resource(
+    repo: Repo, provider: Provider
+) -> None:
+    repo.write("docs/empty.md", "")
+    repo.write("packets/P-1/packet.yml", packet_yaml("P-1", ["docs/empty.md"]))
+    repo.commit("empty")
+    provider.handshake()
+    frame = _frames(provider)[2]
+    assert frame["content"] == ""
+    assert "range" not in frame["provenance"][0]
+    assert frame["provenance"][0]["digest"] == "sha256:" + hashlib.sha256(b"").hexdigest()
+    assert frame["token_cost"] == 0
+
+
+def test_p1_full_frames_carry_content_and_no_reference_fields(ready: Provider) -> None:
+    for frame in _frames(ready):
+        assert "content" in frame
+        assert not {"content_ref", "transform", "canonical_content_hash"} & set(frame)
+
+
+def test_frames_come_from_the_commit_not_the_working_tree(repo: Repo, ready: Provider) -> None:
+    (repo.path / "docs/notes.md").write_text("# Notes\n\nUncommitted.\n")
+    assert "Uncommitted" not in "".join(f["content"] for f in _frames(ready))
+
+
+def test_each_new_commit_is_served_without_a_restart(repo: Repo, ready: Provider) -> None:
+    before = _frames(ready)
+    repo.write("docs/notes.md", "# Notes\n\nA later commit.\n")
+    repo.commit("later")
+    after = _frames(ready)
+    assert after[3]["content"] == "# Notes\n\nA later commit.\n"
+    assert after[3]["id"] != before[3]["id"]
+
+
+def test_a_missing_packet_is_a_typed_error(ready: Provider) -> None:
+    reply = ready.query("m", anchors=["capsule://packets/NOPE"])
+    assert reply["type"] == "error"
+    assert reply["code"] == "capsule:source_missing"
+    assert reply["id"] == "m"
+
+
+def test_a_goal_without_a_packet_anchor_is_a_typed_error_not_a_guess(ready: Provider) -> None:
+    reply = ready.query("g", anchors=["file:///elsewhere"])
+    assert reply["code"] == "capsule:goal_unsupported"
+    assert "capsule://packets/<ID>" in reply["message"]
+
+
+def test_two_anchors_on_one_packet_serve_it_once(ready: Provider) -> None:
+    once = _frames(ready)
+    twice = ready.query(anchors=[ANCHOR, ANCHOR + "/"])["result"]["frames"]
+    assert [f["id"] for f in twice] == [f["id"] for f in once]
+
+
+# --- budget honesty (B1, B3, B4) and kinds (Q1) --------------------------------
+
+
+def test_b3_token_cost_is_ceil_of_utf8_bytes_over_4(ready: Provider) -> None:
+    frames = _frames(ready)
+    assert any(len(f["content"].encode()) != len(f["content"]) for f in frames)  # é, 日本
+    for frame in frames:
+        assert frame["token_cost"] == math.ceil(len(frame["content"].encode("utf-8")) / 4)
+
+
+def test_b1_max_tokens_binds_with_whole_frames_and_truncated(ready: Provider) -> None:
+    every = _frames(ready)
+    costs = [f["token_cost"] for f in every]
+    budget = costs[0] + costs[1]  # room for the first two, not the third
+    reply = ready.query(anchors=[ANCHOR], max_tokens=budget)["result"]
+    assert sum(f["token_cost"] for f in reply["frames"]) <= budget
+    assert reply["truncated"] is True
+    assert reply["dropped_estimate"] == len(every) - len(reply["frames"])
+    by_id = {f["id"]: f for f in every}
+    assert all(f == by_id[f["id"]] for f in reply["frames"])  # whole, unchanged frames
+
+
+def test_b1_a_budget_nothing_fits_returns_no_frames_truncated(ready: Provider) -> None:
+    reply = ready.query(anchors=[ANCHOR], max_tokens=0)["result"]
+    assert reply["frames"] == []
+    assert reply["truncated"] is True
+
+
+def test_b4_max_frames_binds(ready: Provider) -> None:
+    reply = ready.query(anchors=[ANCHOR], max_frames=2)["result"]
+    assert len(reply["frames"]) == 2
+    assert reply["truncated"] is True
+    assert ready.query(anchors=[ANCHOR], max_frames=0)["result"]["frames"] == []
+
+
+def test_b1_b4_a_budget_that_fits_everything_is_not_truncated(ready: Provider) -> None:
+    reply = ready.query(anchors=[ANCHOR])["result"]
+    assert reply["truncated"] is False
+    assert "dropped_estimate" not in reply
+
+
+def test_q1_kinds_outside_doc_get_no_frames(ready: Provider) -> None:
+    reply = ready.query(anchors=[ANCHOR], kinds=["snippet", "symbol"])
+    assert reply["type"] == "error"
+    assert reply["code"] == "unsupported_kind"
+
+
+@pytest.mark.parametrize("kinds", [[], ["doc"], ["snippet", "doc"]])
+def test_q1_kinds_with_doc_or_empty_return_only_doc_frames(
+    ready: Provider, kinds: list[str]
+) -> None:
+    frames = _frames(ready, kinds=kinds)
+    assert frames
+    assert {f["kind"] for f in frames} == {"doc"}
+
+
+# --- verify (V1-V4) -------------------------------------------------------------
+
+
+def _verify(provider: Provider, frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    identities = [
+        {"provider_id": "git-capsule", "frame_id": f["id"], "content_digest": f["content_digest"]}
+        for f in frames
+    ]
+    reply = provider.ask({"type": "verify", "request": {"frames": identities}})
+    assert reply["type"] == "verified", reply
+    verdicts: list[dict[str, Any]] = reply["response"]["verdicts"]
+    assert [v["frame"] for v in verdicts] == identities  # V2: echoed in full, in order
+    return verdicts
+
+
+def test_v2_v3_unchanged_parts_are_valid(ready: Provider) -> None:
+    assert [v["status"] for v in _verify(ready, _frames(ready))] == ["valid"] * 4
+
+
+def test_v4_an_edited_section_is_stale_with_its_replacement_digest(
+    repo: Repo, ready: Provider
+) -> None:
+    frames = _frames(ready)
+    repo.write(
+        "docs/roadmap.md", (repo.path / "docs/roadmap.md").read_text().replace("Second", "2nd")
+    )
+    repo.commit("edit phase 2")
+    verdicts = _verify(ready, frames)
+    assert [v["status"] for v in verdicts] == ["valid", "valid", "stale", "valid"]
+    current = _frames(ready)[2]
+    assert verdicts[2]["replacement_digest"] == current["content_digest"]
+
+
+def test_v3_a_moved_but_identical_section_is_valid(repo: Repo, ready: Provider) -> None:
+    frames = _frames(ready)
+    roadmap = (repo.path / "docs/roadmap.md").read_text()
+    repo.write("docs/roadmap.md", roadmap.replace("Intro text.\n", "Intro text.\n\nMore intro.\n"))
+    repo.commit("move phase 2 down")
+    assert _verify(ready, frames)[2]["status"] == "valid"
+    assert _frames(ready)[2]["citation_label"] != frames[2]["citation_label"]
+
+
+def test_v4_a_whole_file_that_changed_is_stale(repo: Repo, ready: Provider) -> None:
+    frames = _frames(ready)
+    repo.write("docs/notes.md", "# Notes\n\nRewritten.\n")
+    repo.commit("rewrite notes")
+    verdict = _verify(ready, frames)[3]
+    assert verdict["status"] == "stale"
+    expected = "sha256:" + hashlib.sha256(b"# Notes\n\nRewritten.\n").hexdigest()
+    assert verdict["replacement_digest"] == expected
+
+
+def test_v4_a_deleted_source_or_heading_is_gone(repo: Repo, ready: Provider) -> None:
+    frames = _frames(ready)
+    (repo.path / "docs/notes.md").unlink()
+    roadmap = (repo.path / "docs/roadmap.md").read_text()
+    repo.write("docs/roadmap.md", roadmap.replace("## Phase 2", "## Phase Two"))
+    repo.commit("remove notes, rename phase 2")
+    verdicts = _verify(ready, frames)
+    assert [v["status"] for v in verdicts[2:]] == ["gone", "gone"]
+    assert not any("replacement_digest" in v for v in verdicts)
+
+
+def test_v3_what_the_provider_cannot_vouch_for_is_unknown(repo: Repo, ready: Provider) -> None:
+    frame = _frames(ready)[2]
+    identities = [
+        {
+            "provider_id": "someone-else",
+            "frame_id": frame["id"],
+            "content_digest": frame["content_digest"],
+        },
+        {
+            "provider_id": "git-capsule",
+            "frame_id": "frm_retry",
+            "content_digest": frame["content_digest"],
+        },
+        {
+            "provider_id": "git-capsule",
+            "frame_id": frame["id"],
+            "content_digest": "sha256:" + "0" * 64,
+        },
+        {"provider_id": "git-capsule", "frame_id": frame["id"]},
+        {
+            "provider_id": "git-capsule",
+            "frame_id": frame["id"].replace(repo.head(), "1" * 40),
+            "content_digest": frame["content_digest"],
+        },
+    ]
+    reply = ready.ask({"type": "verify", "request": {"frames": identities}})
+    assert [v["status"] for v in reply["response"]["verdicts"]] == ["unknown"] * 5
+    assert [v["frame"] for v in reply["response"]["verdicts"]] == identities
+
+
+def test_v2_an_empty_verify_gets_an_empty_verified(ready: Provider) -> None:
+    reply = ready.ask({"type": "verify", "request": {"frames": []}})
+    assert reply == {"type": "verified", "response": {"verdicts": []}}
+
+
+# --- robustness (R1, R2), unknown members (U1), embeddings (E1) -----------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"not json\n",
+        b"[1, 2]\n",
+        b'"a string"\n',
+        b'{"no": "type"}\n',
+        b'{"type": 7}\n',
+        b"\xff\xfe{}\n",
+        b'{"type": "query"}\n',
+        b'{"type": "query", "query": {"goal": "", "max_frames": 1, "max_tokens": 1}}\n',
+        b'{"type": "query", "query": {"goal": "g", "max_frames": -1, "max_tokens": 1}}\n',
+        b'{"type": "query", "query": {"goal": "g", "max_frames": 1, "max_tokens": 1.5}}\n',
+        b'{"type": "query", "query": {"goal": "g", "max_frames": 1, "max_tokens": 1, '
+        b'"anchors": "x"}}\n',
+        b'{"type": "query", "id": 5, "query": {"goal": "g", "max_frames": 1, "max_tokens": 1}}\n',
+        b'{"type": "verify", "request": {"frames": [{"frame_id": "x"}]}}\n',
+        b'{"type": "frames", "result": {"frames": [], "truncated": false}, "id": "x"}\n',
+        b"[" * 100000 + b"\n",
+    ],
+)
+def test_r1_a_malformed_line_gets_bad_request_and_the_provider_keeps_serving(
+    ready: Provider, line: bytes
+) -> None:
+    ready.send_raw(line)
+    reply = ready.recv()
+    assert reply["type"] == "error"
+    assert reply["code"] == "bad_request"
+    assert ready.query("after", anchors=[ANCHOR])["type"] == "frames"
+
+
+def test_r1_a_line_over_the_bound_is_dropped_with_an_error(ready: Provider) -> None:
+    ready.send_raw(b'{"type": "query", "pad": "' + b"x" * (2 << 20) + b'"}\n')
+    reply = ready.recv()
+    assert reply["code"] == "bad_request"
+    assert "over" in reply["message"]
+    assert ready.query("after", anchors=[ANCHOR])["id"] == "after"
+
+
+def test_r1_too_many_anchors_is_refused_before_any_work(ready: Provider) -> None:
+    reply = ready.query("many", anchors=[ANCHOR] * 65)
+    assert reply["code"] == "bad_request"
+
+
+def test_an_unrecognised_notification_is_ignored(ready: Provider) -> None:
+    ready.send({"type": "future_notification"})
+    assert ready.query("next", anchors=[ANCHOR])["id"] == "next"
+
+
+def test_an_unrecognised_request_with_an_id_is_a_bad_request(ready: Provider) -> None:
+    reply = ready.ask({"type": "resolve", "id": "r1", "request": {}})
+    assert (reply["code"], reply["id"]) == ("bad_request", "r1")
+
+
+def test_u1_unknown_members_are_ignored(ready: Provider) -> None:
+    reply = ready.ask(
+        {
+            "type": "query",
+            "id": "u1",
+            "future_member": {"x": 1},
+            "query": {
+                "goal": "g",
+                "max_frames": 8,
+                "max_tokens": 100000,
+                "anchors": [ANCHOR],
+                "future_field": True,
+                "as_of": "2026-07-01T00:00:00Z",
+            },
+        }
+    )
+    assert reply["type"] == "frames"
+
+
+def test_e1_an_embedding_without_a_declared_space_is_a_bad_request(ready: Provider) -> None:
+    reply = ready.query("e", anchors=[ANCHOR], embedding=[0.1, 0.2])
+    assert (reply["code"], reply["id"]) == ("bad_request", "e")
+
+
+def test_r2_shutdown_ends_the_provider_cleanly(ready: Provider) -> None:
+    ready.send({"type": "shutdown"})
+    assert ready.wait() == 0
+    assert ready.rest() == b""
+    assert ready.stderr() == ""
+
+
+def test_r2_end_of_input_ends_the_provider_cleanly(ready: Provider) -> None:
+    ready.close_stdin()
+    assert ready.wait() == 0
+    assert ready.stderr() == ""
+
+
+def test_not_a_repository_is_a_usage_error(tmp_path: Path) -> None:
+    provider = Provider(tmp_path)
+    try:
+        assert provider.wait() == 2
+        assert "not_a_repository" in provider.stderr() or "error [" in provider.stderr()
+    finally:
+        provider.stop()
+
+
+# --- the full session, and the spec's reference vectors --------------------------
+
+
+def test_full_session_handshake_query_verify_shutdown(repo: Repo, provider: Provider) -> None:
+    provider.handshake("contextgraph/1.0-draft")
+    frames = provider.query("q1", anchors=[ANCHOR], max_frames=2, max_tokens=4096)
+    assert frames["result"]["truncated"] is True
+    _verify(provider, frames["result"]["frames"])
+    provider.send({"type": "shutdown"})
+    assert provider.wait() == 0
+    kinds = [json.loads(line)["type"] for _, line in provider.transcript]
+    assert kinds == [
+        "handshake",
+        "handshake_ack",
+        "query",
+        "frames",
+        "verify",
+        "verified",
+        "shutdown",
+    ]
+    for _, line in provider.transcript:
+        assert "\n" not in line
+        assert_valid(json.loads(line))
+
+
+def test_reference_messages_parse_and_validate() -> None:
+    messages = json.loads((DATA / "reference-messages.json").read_text(encoding="utf-8"))
+    assert len(messages) == 12
+    for message in messages:
+        assert_valid(message)
+
+
+@pytest.mark.parametrize("name", ["reference-vectors.ndjson", "full-stdio-session.ndjson"])
+def test_reference_ndjson_vectors_parse_and_validate(name: str) -> None:
+    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    assert lines
+    for line in lines:
+        assert_valid(json.loads(line))
+
+
+def test_the_reference_sessions_host_lines_are_served(provider: Provider) -> None:
+    lines = [
+        json.loads(line) for line in (DATA / "full-stdio-session.ndjson").read_text().splitlines()
+    ]
+    handshake = next(m for m in lines if m["type"] == "handshake")
+    assert provider.ask(handshake)["type"] == "handshake_ack"
+    query = next(m for m in lines if m["type"] == "query")
+    # Its anchor names no packet of ours: a typed error, with its id echoed.
+    reply = provider.ask(query)
+    assert (reply["type"], reply["id"]) == ("error", query["id"])
+    verify = next(m for m in lines if m["type"] == "verify")
+    verdicts = provider.ask(verify)["response"]["verdicts"]
+    assert [v["status"] for v in verdicts] == ["unknown", "unknown"]
+
+
+def test_the_vendored_schema_rejects_what_it_should(provider: Provider) -> None:
+    # The validator is not vacuous: a frame with a score above 1 fails it.
+    bad = {
+        "type": "frames",
+        "result": {
+            "truncated": False,
+            "frames": [
+                {
+                    "id": "x",
+                    "kind": "doc",
+                    "title": "t",
+                    "content": "",
+                    "score": 1.5,
+                    "token_cost": 0,
+                }
+            ],
+        },
+    }
+    with pytest.raises(AssertionError):
+        assert_valid(bad)
