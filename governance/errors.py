@@ -29,6 +29,17 @@ class CapsuleError(Exception):
     def to_json(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, **self.details}}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with its code and details: audit's worker processes send
+        # record errors back to the parent.
+        return (_restore, (type(self), self.message, self.code, self.details))
+
+
+def _restore(
+    cls: type[CapsuleError], message: str, code: str, details: dict[str, Any]
+) -> CapsuleError:
+    return cls(message, code=code, **details)
+
 
 class UsageError(CapsuleError):
     """Bad command line, bad revision, not a repository."""

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from gitrepo import ROADMAP, Repo
-from governance.history import audit as audit_module
+from governance.commands.audit import Progress
+from governance.history import pool
+from governance.history.record_rules import MAX_RECORD_BYTES
 from history import (
     P2,
     History,
@@ -204,9 +206,9 @@ def test_shards_cover_every_record_exactly_once(cli, history: History) -> None:
 
 def test_shard_partition_is_exact_for_any_total() -> None:
     for total in range(0, 40):
-        items = [audit_module.Item(f"{n:040x}", True, ()) for n in range(total)]
+        items = [pool.Item(f"{n:040x}", True, ()) for n in range(total)]
         for count in range(1, 9):
-            parts = [audit_module.shard(items, index, count) for index in range(1, count + 1)]
+            parts = [pool.shard(items, index, count) for index in range(1, count + 1)]
             assert [item for part in parts for item in part] == items
             assert max(map(len, parts)) - min(map(len, parts)) <= 1
 
@@ -227,11 +229,11 @@ def test_bad_jobs(cli, repo: Repo, jobs: str) -> None:
 
 def test_the_pool_is_no_larger_than_the_work() -> None:
     # 300 jobs for 14 records started 300 processes; now one per chunk at most.
-    items = [audit_module.Item(f"{n:040x}", True, ()) for n in range(14)]
-    assert audit_module.pool_size(300, items) == 14
-    assert audit_module.pool_size(2, items) == 2
-    assert audit_module.pool_size(256, items * 100) == 256
-    assert audit_module.pool_size(4, items * 100) == 4
+    items = [pool.Item(f"{n:040x}", True, ()) for n in range(14)]
+    assert pool.pool_size(300, items) == 14
+    assert pool.pool_size(2, items) == 2
+    assert pool.pool_size(256, items * 100) == 256
+    assert pool.pool_size(4, items * 100) == 4
 
 
 def test_two_jobs_give_the_same_results_as_one(cli, history: History) -> None:
@@ -421,7 +423,7 @@ def test_paths_that_are_not_utf8_are_shown_with_replacement_characters(
 
 def test_oversized_record_is_refused_unread(cli, history: History) -> None:
     repo = history.repo
-    limit = audit_module.MAX_RECORD_BYTES
+    limit = MAX_RECORD_BYTES
     over, at = "packets/P-1/capsules/over.json", "packets/P-1/capsules/at.json"
     repo.write(over, b"x" * (limit + 1))
     repo.write(at, b"x" * limit)
@@ -466,23 +468,23 @@ class _Terminal(io.StringIO):
 def test_progress_line_on_a_terminal() -> None:
     now = [100.0]
     stream = _Terminal()
-    progress = audit_module.Progress(200, stream, clock=lambda: now[0])
+    progress = Progress(stream, clock=lambda: now[0])
     now[0] += 10
-    progress.update(50)
+    progress.update(50, 200)
     assert stream.getvalue().endswith("audit: 50/200 replays  5.0/s  ETA 0:30")
     now[0] += 0.01
-    progress.update(51)  # too soon: not redrawn
+    progress.update(51, 200)  # too soon: not redrawn
     assert "51/200" not in stream.getvalue()
     now[0] += 30
-    progress.update(200)
+    progress.update(200, 200)
     progress.finish()
     assert stream.getvalue().endswith("audit: 200/200 replays  5.0/s  done\n")
 
 
 def test_progress_is_silent_off_a_terminal() -> None:
     stream = io.StringIO()
-    progress = audit_module.Progress(10, stream)
-    progress.update(5)
+    progress = Progress(stream)
+    progress.update(5, 10)
     progress.finish()
     assert stream.getvalue() == ""
 
@@ -527,7 +529,9 @@ def test_partial_clone_without_the_record_blobs(cli, history: History, tmp_path)
     code, report = audit(cli, clone)
     assert code == 1
     assert report["counts"]["records"] == 5
-    assert {row["code"] for row in report["results"]} == {"record_unreadable"}
+    # The record blob is missing as any source blob would be: object_missing.
+    assert {row["code"] for row in report["results"]} == {"object_missing"}
+    assert all("partial clone" in row["message"] for row in report["results"])
 
 
 def test_treeless_clone_is_object_missing(cli, history: History, tmp_path) -> None:

@@ -147,9 +147,10 @@ def test_forged_record_whose_packet_is_not_at_its_commit(cli, repo: Repo) -> Non
     repo.write(P2, packet_yaml("P-2", ["docs/notes.md"]))
     repo.write("packets/P-2/context.md", "# Context\n")
     repo.commit("add P-2")
-    path = repo.path / record(cli, repo, P2)
-    # Claim it was built before P-2 existed.
-    path.write_bytes(forge(path.read_bytes(), lambda d: d.update(commit=before)))
+    built = repo.path / record(cli, repo, P2)
+    # Claim it was built before P-2 existed, under the name that commit gives.
+    path = built.with_name(f"{before[:12]}.json")
+    path.write_bytes(forge(built.read_bytes(), lambda d: d.update(commit=before)))
     code, report = replay(cli, repo.path, path)
     assert code == 3
     error = report["error"]
@@ -176,7 +177,9 @@ def test_forged_record_over_budget_at_its_commit(cli, repo: Repo) -> None:
     repo.commit("record")
     repo.write("policies/capsule.yml", POLICY.replace("target_tokens: 12000", "target_tokens: 50"))
     small = repo.commit("tiny budget")
-    path.write_bytes(forge(path.read_bytes(), lambda d: d.update(commit=small)))
+    forged = forge(path.read_bytes(), lambda d: d.update(commit=small))
+    path = path.with_name(f"{small[:12]}.json")
+    path.write_bytes(forged)
     code, report = replay(cli, repo.path, path)
     assert code == 4
     assert report["error"]["code"] == "over_budget"
@@ -188,8 +191,15 @@ def test_forged_record_over_budget_at_its_commit(cli, repo: Repo) -> None:
 
 def test_commit_missing_in_a_fresh_clone(cli, repo: Repo, tmp_path) -> None:
     path, side = record_on_a_deleted_branch(cli, repo)
-    # The original still holds the dangling commit, so its replay works there ...
-    assert replay(cli, repo.path, repo.path / path)[0] == 0
+    # The original still holds the dangling commit, so the capsule rebuilds there ...
+    copy = tmp_path / "copy.json"
+    copy.write_bytes((repo.path / path).read_bytes())
+    assert replay(cli, repo.path, copy)[0] == 0
+    # ... but as a record of this branch it is refused: its commit is not in
+    # HEAD's history, as audit and the records hook say too.
+    code, report = replay(cli, repo.path, repo.path / path)
+    assert code == 3
+    assert report["error"]["code"] == "commit_unreachable"
     # ... but a clone only gets what is reachable.
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", "--no-local", str(repo.path), str(clone))

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import IO, TYPE_CHECKING, Any
 
 from governance.commands._args import add_json_flag
 from governance.output import err, out, plural, printable
@@ -110,65 +113,102 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
+class Progress:
+    """``done/total, rate, ETA`` on one rewritten line of a terminal; silent when
+    the stream is not a terminal (a CI log, a pipe)."""
+
+    def __init__(
+        self,
+        stream: IO[str] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        every: float = 0.1,
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = self.stream.isatty()
+        self.clock = clock
+        self.every = every
+        self.start = clock()
+        self._shown = float("-inf")
+        self._done = 0
+        self.total = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.tty and self.total > 0
+
+    def line(self, done: int) -> str:
+        elapsed = max(self.clock() - self.start, 1e-9)
+        rate = done / elapsed
+        if done and done < self.total:
+            left = round((self.total - done) / rate)
+            eta = f"ETA {left // 60}:{left % 60:02d}"
+        else:
+            eta = "ETA -:--" if done < self.total else "done"
+        return f"audit: {done}/{self.total} replays  {rate:,.1f}/s  {eta}"
+
+    def update(self, done: int, total: int) -> None:
+        """The callback ``audit`` is given: ``done`` of ``total`` blobs judged."""
+        self._done, self.total = done, total
+        if not self.enabled:
+            return
+        now = self.clock()
+        if now - self._shown < self.every and done < self.total:
+            return
+        self._shown = now
+        self.stream.write(f"\r\x1b[K{self.line(done)}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.enabled:
+            self.stream.write(f"\r\x1b[K{self.line(self._done)}\n")
+            self.stream.flush()
+
+
 def run(args: argparse.Namespace) -> int:
     from governance.core.snapshot import open_repository
-    from governance.history import audit
-    from governance.history.globs import PathGlobs
+    from governance.history.audit import audit
     from governance.history.records import RECORDS_GLOB
+    from governance.history.walk import limit_git_memory
     from governance.output import print_json
 
-    globs = PathGlobs(args.paths or [RECORDS_GLOB])
-    audit.limit_git_memory()
+    # Before the repository is opened: libgit2's cache stays off for its objects.
+    limit_git_memory()
     repo = open_repository()
-    where = audit.parse_range(repo, args.range)
-    found = audit.find_records(repo, where, globs)
-    everything = audit.work_items(found.versions)
-    index, count = args.shard or (1, 1)
-    items = audit.shard(everything, index, count)
-    progress = audit.Progress(len(items))
-    outcomes = audit.replay_items(repo, items, jobs=args.jobs, progress=progress.update)
-    progress.finish()
-    table = audit.rows(found.versions, items, outcomes)
-
-    counts = {
-        "commits": found.commits,
-        "records": len(table),
-        "blobs": len(items),
-        audit.IDENTICAL: sum(row.result == audit.IDENTICAL for row in table),
-        audit.DRIFT: sum(row.result == audit.DRIFT for row in table),
-        audit.ERROR: sum(row.result == audit.ERROR for row in table),
-    }
-    ok = counts[audit.IDENTICAL] == len(table)
-    if args.json:
-        print_json(
-            {
-                "range": {"spec": where.spec, "tip": where.tip, "hidden": where.hidden},
-                "paths": globs.patterns,
-                "shard": {"index": index, "count": count, "blobs_in_range": len(everything)},
-                "jobs": args.jobs,
-                "counts": counts,
-                "ok": ok,
-                "results": [row.to_json() for row in table],
-            }
+    progress = Progress()
+    try:
+        report = audit(
+            repo,
+            args.range,
+            paths=args.paths or [RECORDS_GLOB],
+            jobs=args.jobs,
+            shard_of=args.shard or (1, 1),
+            progress=progress.update,
         )
+    finally:
+        progress.finish()
+    where = report.range
+    if args.json:
+        print_json(report.to_json())
     else:
-        _print_table(table)
+        _print_table(report.rows)
     if where.tip is None:
         err("capsule: no commits, no records: HEAD has no commits yet")
         return 0
-    scope = f" (shard {index}/{count} of {len(everything)} record blobs)" if count > 1 else ""
+    index, count = report.shard
+    counts = report.counts
+    scope = f" (shard {index}/{count} of {report.blobs_in_range} record blobs)" if count > 1 else ""
     err(
         f"capsule: audited {plural(counts['records'], 'record version')} "
-        f"({plural(counts['blobs'], 'distinct blob')}) in {plural(found.commits, 'commit')} of "
+        f"({plural(counts['blobs'], 'distinct blob')}) in {plural(report.commits, 'commit')} of "
         f"{where.spec} at {where.tip[:12]}{scope}: "
-        f"{counts[audit.IDENTICAL]} identical, {counts[audit.DRIFT]} drift, "
-        f"{counts[audit.ERROR]} error"
+        f"{counts['identical']} identical, {counts['drift']} drift, {counts['error']} error"
     )
-    return 0 if ok else 1
+    return 0 if report.ok else 1
 
 
-def _print_table(table: list[Row]) -> None:
-    from governance.history.audit import DRIFT, ERROR
+def _print_table(table: Sequence[Row]) -> None:
+    from governance.history.record_rules import DRIFT, ERROR
 
     lines = [("RESULT", "PATH", "INTRODUCED", "BUILT AT", "DETAIL")]
     for row in table:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from governance.commands._args import add_json_flag
-from governance.errors import CapsuleError
+from governance.errors import UsageError
+
+if TYPE_CHECKING:
+    import pygit2
 
 HELP = "rebuild a capsule at its declared commit and compare it byte for byte"
 
@@ -21,6 +24,13 @@ exit codes:
   2, 3 or 4  the rebuild itself failed closed at the declared commit; the error
      keeps the builder's code (source_missing, heading_missing, packet_malformed,
      over_budget, ...) and carries "stage": "rebuild"
+
+records:
+  A CAPSULE at a record path of the working tree (packets/<ID>/capsules/*.json)
+  is judged by the record rules, as capsule audit and the capsule-records hook
+  judge it: also record_not_file (3, a link is not followed), record_too_large
+  (2, over 16 MiB), record_misplaced (1, not where its id and commit say) and
+  commit_unreachable (3, its commit is not in HEAD's history).
 
 errors carry a stable code; with --json they are printed on stdout as
 {"error": {"code": ..., "message": ...}}."""
@@ -51,48 +61,87 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
+def _record_path(repo: pygit2.Repository, given: str) -> str | None:
+    """``given`` as a record path of ``repo``'s working tree, or None when it is
+    not one (a capsule anywhere else is replayed as a plain capsule)."""
+    from governance.core.paths import repo_relative
+    from governance.history.records import is_record_path
+
+    if repo.workdir is None:
+        return None
+    try:
+        relative = repo_relative(repo, given)
+    except UsageError:
+        return None
+    return relative if is_record_path(relative) else None
+
+
 def run(args: argparse.Namespace) -> int:
-    from governance.core.hashing import sha256_hex
     from governance.core.reader import read_capsule_file
     from governance.core.snapshot import open_repository
-    from governance.history.replay import declared_commit, rebuild_failed, replay_capsule
+    from governance.history.record_rules import (
+        Rule,
+        branch_tips,
+        judge,
+        judge_blob,
+        read_record_file,
+    )
+    from governance.history.replay import rebuild_failed
     from governance.output import err, out, print_json, printable
 
-    capsule = read_capsule_file(args.capsule)
-    repo = open_repository(args.repo)
-    declared_commit(repo, capsule.commit)  # commit_missing, before any rebuild
     try:
-        result = replay_capsule(repo, capsule)
-    except CapsuleError as exc:
-        raise rebuild_failed(exc, capsule.commit) from None
-    packet_id = capsule.document["id"]
+        repo: pygit2.Repository | None = open_repository(args.repo)
+    except UsageError as exc:
+        repo, unopened = None, exc
+    record = _record_path(repo, args.capsule) if repo is not None else None
+    if repo is None or record is None:
+        # A plain capsule: its pre-checks come before the repository is needed.
+        capsule = read_capsule_file(args.capsule)
+        if repo is None:
+            raise unopened
+        outcome = judge_blob(repo, lambda: capsule.data)
+        verdict = judge(repo, outcome, None, None)
+    else:
+        # A record: judged by the record rules, in their order, as audit and the
+        # capsule-records hook judge it.
+        outcome = judge_blob(repo, lambda: read_record_file(args.capsule))
+        verdict = judge(repo, outcome, record, branch_tips(repo))
+    if verdict.error is not None:
+        if verdict.failed == Rule.REPLAY and outcome.declared is not None:
+            raise rebuild_failed(verdict.error, outcome.declared)
+        raise verdict.error
+    assert outcome.declared is not None
+    assert outcome.sha256 is not None
+    identical = verdict.failed is None
+    packet_id = outcome.packet_id
     if args.json:
         print_json(
             {
                 "capsule": {
                     "path": args.capsule,
-                    "sha256": capsule.sha256,
+                    "sha256": outcome.sha256,
                     "id": packet_id,
-                    "commit": capsule.commit,
+                    "commit": outcome.declared,
                 },
-                "identical": result.identical,
-                "rebuilt_sha256": sha256_hex(result.rebuilt),
-                "differences": [d.to_json() for d in result.differences],
+                "identical": identical,
+                "rebuilt_sha256": outcome.rebuilt_sha256,
+                "differences": [d.to_json() for d in outcome.differences],
             }
         )
     else:
-        where = f"{packet_id} at {capsule.commit[:12]}"
-        if result.identical:
-            out(f"identical  {args.capsule}  ({where}, sha256 {capsule.sha256[:16]})")
+        where = f"{packet_id} at {outcome.declared[:12]}"
+        if identical:
+            out(f"identical  {args.capsule}  ({where}, sha256 {outcome.sha256[:16]})")
         else:
-            out(f"different  {args.capsule}  ({where}): {len(result.differences)} fields")
-            paths = [printable(d.path) for d in result.differences]
+            differences = outcome.differences
+            out(f"different  {args.capsule}  ({where}): {len(differences)} fields")
+            paths = [printable(d.path) for d in differences]
             width = max(map(len, paths), default=0)
-            for d, path in zip(result.differences, paths, strict=True):
+            for d, path in zip(differences, paths, strict=True):
                 out(
                     f"  {path:<{width}}  recorded {d.recorded_sha256[:16]}  "
                     f"rebuilt {d.rebuilt_sha256[:16]}"
                 )
-        verdict = "identical" if result.identical else "differs from its rebuild"
-        err(f"capsule: replay of {where}: {verdict}")
-    return 0 if result.identical else 1
+        verdict_text = "identical" if identical else "differs from its rebuild"
+        err(f"capsule: replay of {where}: {verdict_text}")
+    return 0 if identical else 1

@@ -55,7 +55,8 @@ def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
     """Every staged record, and every record among ``filenames``, must be read
     from the index, pass the pre-checks and replay identically."""
     from governance.guards.staged import index_tree, open_index, staged_changes, staged_snapshot
-    from governance.history.record_check import check_record, is_record_path
+    from governance.history.record_check import check_record
+    from governance.history.records import is_record_path
 
     tree = index_tree(repo, open_index(repo))
     staged = staged_changes(repo, tree)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from governance.core.capsule import PACKET_FILE, PACKETS_DIR
 from governance.core.hashing import sha256_hex
 from governance.errors import CapsuleError, UsageError
 
@@ -67,6 +68,22 @@ def signed_record(path: str) -> str | None:
 def allowed_in_records_folder(name: str) -> bool:
     """The file names a ``capsules/`` folder may hold: records and their signatures."""
     return name.endswith((RECORD_SUFFIX, RECORD_SUFFIX + SIGNATURE_SUFFIX))
+
+
+def expected_path(packet_id: str, commit: str) -> str:
+    """Where the record of packet ``packet_id`` built at ``commit`` belongs."""
+    return record_path(posixpath.join(PACKETS_DIR, packet_id, PACKET_FILE), commit)
+
+
+def is_record_path(path: str) -> bool:
+    """``packets/<ID>/capsules/<name>.json``: a path the records hook checks."""
+    parts = path.split("/")
+    return (
+        len(parts) == 4
+        and parts[0] == PACKETS_DIR
+        and parts[2] == RECORDS_FOLDER
+        and parts[3].endswith(RECORD_SUFFIX)
+    )
 
 
 def _folder(root: Path, relative: str) -> Path:

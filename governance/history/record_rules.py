@@ -1,0 +1,387 @@
+"""The record rules, in order: whether a record's blob may be read, its
+pre-checks, where it belongs, whether its commit exists and is reachable from
+given tips, and whether it replays.
+
+``capsule audit``, the ``capsule-records`` hook and ``capsule replay`` of a
+file at a record path all judge a record here, so the same record gets the
+same code from each of them. The first rule that fails decides:
+
+1. read: a regular blob (``record_not_file``), in the object database
+   (``object_missing``), at most ``MAX_RECORD_BYTES`` (``record_too_large``);
+2. pre-checks: the reader's (``unsupported_schema``, ``capsule_malformed``,
+   ``non_canonical``, ``capsule_corrupt``);
+3. placement: at the path its own id and commit give (``record_misplaced``:
+   a copy or a rename is not evidence);
+4. commit: its declared commit is in the repository (``commit_missing``);
+5. reachable: that commit is in the history of the given tips
+   (``commit_unreachable``: a squash-merged or rebased branch);
+6. replay: the trusted builder gives the same bytes there (``replay_differs``,
+   or the builder's own code when the rebuild fails closed).
+
+Rules 1, 2, 4 and 6 concern a blob and are computed once for it
+(``judge_blob``, which audit runs in worker processes); rules 3 and 5 concern
+one version of it, a path in a history, and are applied to that outcome
+(``judge``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
+
+import pygit2
+
+from governance.core import canonical
+from governance.core.builder import build_capsule
+from governance.core.capsule import SCHEMA_V1
+from governance.core.hashing import sha256_hex
+from governance.core.reader import read_parsed
+from governance.core.snapshot import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK, Snapshot, Source
+from governance.errors import EXIT_DRIFT, CapsuleError, MalformedInput, SourceError, coded
+from governance.history.records import expected_path
+from governance.history.replay import Difference, declared_commit, replay_capsule
+
+if TYPE_CHECKING:
+    from governance.core.cache import BlobCache
+
+# A record larger than this is refused unread, ``record_too_large``. capsule/1
+# counts the whole file against the budget, ceil(bytes / 3) estimated tokens
+# within the hard limit less the reserve: under the default policy (16,000 and
+# 1,500) a record is at most 43,500 bytes. 16 MiB is over 5.5 million estimated
+# tokens, some 385 times that and beyond any context window an agent is given,
+# so no real record comes near it; refusing larger blobs before reading them
+# keeps one record from costing hundreds of MB (a 150 MB blob took 620 MB to
+# parse).
+MAX_RECORD_BYTES = 16 << 20
+
+FULL_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+IDENTICAL = "identical"
+DRIFT = "drift"
+ERROR = "error"
+
+
+class Rule(IntEnum):
+    """The rules in the order they are applied."""
+
+    READ = 1
+    PRECHECK = 2
+    PLACEMENT = 3
+    COMMIT = 4
+    REACHABLE = 5
+    REPLAY = 6
+
+
+class RecordMisplaced(CapsuleError):
+    """A record away from the path its id and commit give (exit 1, like drift)."""
+
+    default_code = "record_misplaced"
+    exit_code = EXIT_DRIFT
+
+
+_NOT_A_FILE = {
+    "source_symlink": "is a symbolic link",
+    "source_submodule": "is a submodule",
+    "source_not_file": "is not a regular file",
+}
+
+
+def _not_a_file(path: str, what: str) -> SourceError:
+    return SourceError(f"{path} {what}, not a record file", code="record_not_file")
+
+
+def _too_large(size: int) -> MalformedInput:
+    return MalformedInput(
+        f"the record is {size:,} bytes; records over {MAX_RECORD_BYTES >> 20} MiB are refused "
+        "unread (that is over 5.5 million estimated tokens: no capsule given to an agent is "
+        "that large)",
+        code="record_too_large",
+        bytes=size,
+    )
+
+
+# --- rule 1: may the blob be read -------------------------------------------------
+
+
+def record_source(snapshot: Snapshot, path: str) -> Source:
+    """The record at ``path`` of the snapshot; a link, a submodule or anything
+    but a regular file there is ``record_not_file``."""
+    try:
+        return snapshot.source(path)
+    except SourceError as exc:
+        if exc.code in _NOT_A_FILE:
+            raise _not_a_file(path, f"{_NOT_A_FILE[exc.code]} {snapshot.where}") from None
+        raise
+
+
+def read_record(snapshot: Snapshot, source: Source) -> bytes:
+    """The record blob's bytes: its size comes from the object header first, so a
+    huge blob is never inflated; a blob the object database lacks (a blobless
+    partial clone) is ``object_missing``, as for any source."""
+    if source.mode not in (MODE_FILE, MODE_EXEC):
+        what = {MODE_LINK: "is a symbolic link", MODE_GITLINK: "is a submodule"}.get(
+            source.mode, "is not a regular file"
+        )
+        raise _not_a_file(source.path, f"{what} {snapshot.where}")
+    size = snapshot.size(source)
+    if size > MAX_RECORD_BYTES:
+        raise _too_large(size)
+    blob = snapshot.blob(source)
+    data = blob.data
+    del blob
+    return data
+
+
+def read_record_file(path: str) -> bytes:
+    """A record file of a working tree, by the same rules: a regular file, at
+    most ``MAX_RECORD_BYTES``; links are not followed."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a regular file"
+            raise _not_a_file(path, f"{kind} in the working tree")
+        if st.st_size > MAX_RECORD_BYTES:
+            raise _too_large(st.st_size)
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_RECORD_BYTES + 1)
+    except OSError as exc:
+        raise MalformedInput(
+            f"{path}: cannot read capsule: {exc.strerror}", code="capsule_unreadable"
+        ) from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise _too_large(len(data))
+    return data
+
+
+# --- rule 3: where it belongs -------------------------------------------------------
+
+
+def misplaced(path: str, packet_id: str, declared: str) -> RecordMisplaced | None:
+    """None when ``path`` is where the record of ``packet_id`` at ``declared`` belongs."""
+    expected = expected_path(packet_id, declared)
+    if path == expected:
+        return None
+    return RecordMisplaced(
+        f"a record of {packet_id} built at {declared[:12]} belongs at {expected}, not at this "
+        "path; move it there",
+        expected=expected,
+    )
+
+
+# --- rule 5: is its commit reachable ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tips:
+    """The commits whose history a record's commit must be in, and their name
+    for a message."""
+
+    commits: tuple[str, ...]
+    where: str
+
+
+def introduced_by(commit: str) -> Tips:
+    """Audit's tips: the commit that introduced the record version."""
+    return Tips((commit,), f"{commit[:12]}, which introduced this record")
+
+
+def _merge_heads(repo: pygit2.Repository) -> list[str]:
+    """The commits being merged, while a merge is in progress.
+
+    A merge stopped for conflicts (committed later with ``git commit``, which
+    runs pre-commit) names them in MERGE_HEAD, one per line. While ``git
+    merge`` runs the pre-merge-commit hook, MERGE_HEAD is not written yet; git
+    names each merged commit in its environment instead, as ``GITHEAD_<id>``
+    (the label merge strategies show for it).
+    """
+    names: list[str] = [
+        key.removeprefix("GITHEAD_") for key in os.environ if key.startswith("GITHEAD_")
+    ]
+    try:
+        with open(os.path.join(repo.path, "MERGE_HEAD"), encoding="ascii") as file:
+            names += file.read().split()
+    except (OSError, UnicodeDecodeError):
+        pass
+    return [name for name in names if FULL_COMMIT.fullmatch(name)]
+
+
+def branch_tips(repo: pygit2.Repository) -> Tips:
+    """The hook's and replay's tips: HEAD, and during a merge the commits being
+    merged: the history the next commit extends."""
+    if repo.head_is_unborn:
+        return Tips((), "HEAD (there are no commits yet)")
+    head = str(repo.head.target)
+    merging = _merge_heads(repo)
+    where = f"HEAD ({head[:12]})" + (" or of the commit being merged" if merging else "")
+    return Tips((head, *merging), where)
+
+
+def unreachable(repo: pygit2.Repository, declared: str, tips: Tips) -> SourceError | None:
+    """None when ``declared`` is one of ``tips`` or an ancestor of one; else
+    ``commit_unreachable``."""
+    for tip in tips.commits:
+        try:
+            if tip == declared or repo.descendant_of(tip, declared):
+                return None
+        except (pygit2.GitError, ValueError, KeyError):
+            continue  # not a commit of this repository: no history to be in
+    return SourceError(
+        f"declared commit {declared[:12]} is not in the history of {tips.where}: amended, "
+        "rebased away, or from another branch",
+        code="commit_unreachable",
+        commit=declared,
+    )
+
+
+# --- rules 1, 2, 4, 6: one blob -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlobOutcome:
+    """What the blob rules gave: the rule that failed (None: it replays
+    identically) and why; the declared commit and packet id once known."""
+
+    failed: Rule | None = None
+    error: CapsuleError | None = None  # None with failed == REPLAY: drift
+    declared: str | None = None
+    packet_id: str | None = None
+    differences: tuple[Difference, ...] = ()
+    sha256: str | None = None
+    rebuilt_sha256: str | None = None
+
+
+def _rebuilds_identically(
+    repo: pygit2.Repository, data: bytes, document: Any, cache: BlobCache | None
+) -> tuple[str, str] | None:
+    """The declared commit and the packet id when ``data`` is byte for byte what
+    the trusted capsule/1 builder makes from that commit; None otherwise.
+
+    Such a record passes every pre-check by construction (the builder only
+    emits capsules the reader accepts, and these are its bytes), so for it the
+    pre-checks can be skipped: they cost as much as the rebuild itself. Only
+    the two fields the rebuild needs are read first, and checked.
+    """
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA_V1:
+        return None
+    commit, packet = document.get("commit"), document.get("packet")
+    if not (isinstance(commit, str) and FULL_COMMIT.fullmatch(commit)):
+        return None
+    if not (isinstance(packet, dict) and isinstance(packet.get("path"), str)):
+        return None
+    try:
+        # Replay's own lookup: an id this repository's object format cannot hold
+        # (64 hex in a SHA-1 repository) is a missing commit too.
+        found = declared_commit(repo, commit)
+    except CapsuleError:
+        return None
+    snapshot = Snapshot(repo=repo, tree=found.tree, commit_id=commit, cache=cache)
+    try:
+        built = build_capsule(snapshot, packet["path"])
+    except CapsuleError:
+        return None
+    return (commit, built.packet.id) if built.data == data else None
+
+
+def _judge_blob(
+    repo: pygit2.Repository, read: Callable[[], bytes], cache: BlobCache | None
+) -> BlobOutcome:
+    try:
+        data = read()
+    except CapsuleError as exc:
+        return BlobOutcome(Rule.READ, exc)
+    digest = sha256_hex(data)
+    # Parsed once, here: for the shortcut and, if it does not apply, the pre-checks.
+    try:
+        document = canonical.loads(data, what="capsule")
+    except CapsuleError as exc:
+        return BlobOutcome(Rule.PRECHECK, exc, sha256=digest)
+    shortcut = _rebuilds_identically(repo, data, document, cache)
+    if shortcut is not None:
+        declared, packet_id = shortcut
+        return BlobOutcome(None, None, declared, packet_id, sha256=digest, rebuilt_sha256=digest)
+    try:
+        capsule = read_parsed(data, document)
+    except CapsuleError as exc:
+        return BlobOutcome(Rule.PRECHECK, exc, sha256=digest)
+    declared, packet_id = capsule.commit, str(capsule.document["id"])
+    try:
+        declared_commit(repo, declared)
+    except CapsuleError as exc:
+        return BlobOutcome(Rule.COMMIT, exc, declared, packet_id, sha256=digest)
+    try:
+        replayed = replay_capsule(repo, capsule, cache=cache)
+    except CapsuleError as exc:
+        return BlobOutcome(Rule.REPLAY, exc, declared, packet_id, sha256=digest)
+    rebuilt = sha256_hex(replayed.rebuilt)
+    if replayed.identical:
+        return BlobOutcome(None, None, declared, packet_id, (), digest, rebuilt)
+    return BlobOutcome(
+        Rule.REPLAY, None, declared, packet_id, replayed.differences, digest, rebuilt
+    )
+
+
+def judge_blob(
+    repo: pygit2.Repository, read: Callable[[], bytes], *, cache: BlobCache | None = None
+) -> BlobOutcome:
+    """Rules 1, 2, 4 and 6 for the blob ``read`` returns. Whatever git says while
+    judging it (a corrupt object, an id this repository cannot hold) is that
+    record's ``git_error``, never the end of an audit or a hook."""
+    try:
+        return _judge_blob(repo, read, cache)
+    except pygit2.GitError as exc:
+        error = coded(exc)
+        assert error is not None
+        return BlobOutcome(Rule.READ, error)
+
+
+# --- all six, for one version -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A record version's result: ``failed`` the first rule that failed (None
+    when it replays identically), ``error`` why (None for drift)."""
+
+    failed: Rule | None
+    error: CapsuleError | None
+    outcome: BlobOutcome
+
+    @property
+    def result(self) -> str:
+        if self.failed is None:
+            return IDENTICAL
+        return DRIFT if self.error is None else ERROR
+
+    @property
+    def code(self) -> str | None:
+        if self.error is not None:
+            return self.error.code
+        return "replay_differs" if self.failed is not None else None
+
+
+def judge(
+    repo: pygit2.Repository, outcome: BlobOutcome, path: str | None, tips: Tips | None
+) -> Verdict:
+    """The first rule that fails for the record blob of ``outcome`` at ``path``
+    with ``tips`` as its history. ``path`` and ``tips`` None leave out rules 3
+    and 5 (a capsule that is not a record: ``capsule replay`` of any file)."""
+    if outcome.failed is not None and outcome.failed < Rule.PLACEMENT:
+        return Verdict(outcome.failed, outcome.error, outcome)
+    assert outcome.declared is not None
+    assert outcome.packet_id is not None
+    if path is not None:
+        wrong = misplaced(path, outcome.packet_id, outcome.declared)
+        if wrong is not None:
+            return Verdict(Rule.PLACEMENT, wrong, outcome)
+    if outcome.failed == Rule.COMMIT:
+        return Verdict(outcome.failed, outcome.error, outcome)
+    if tips is not None:
+        refused = unreachable(repo, outcome.declared, tips)
+        if refused is not None:
+            return Verdict(Rule.REACHABLE, refused, outcome)
+    return Verdict(outcome.failed, outcome.error, outcome)
