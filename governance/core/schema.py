@@ -51,7 +51,16 @@ def validate(
     code: str,
     error: type[CapsuleError] = MalformedInput,
 ) -> None:
-    """Raise ``error`` naming the first (best) schema violation, with its JSON path."""
+    """Raise ``error`` naming the first (best) schema violation, with its JSON path.
+
+    The generated validators answer a valid document without importing
+    jsonschema (about 75 ms); jsonschema, the reference, judges and words
+    everything else."""
+    from governance.core import validators
+
+    if validators.is_valid(name, instance):
+        return
+    # The rejection path alone pays for jsonschema.
     import jsonschema.exceptions
 
     errors = list(_validator(name).iter_errors(instance))
