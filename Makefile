@@ -10,9 +10,9 @@ DEMO_PACKET ?= packets/GC-003/packet.yml
 .PHONY: demo test lint typecheck clean
 
 $(STAMP): pyproject.toml
-	@echo "make: creating $(VENV) and installing git-capsule with its test tools" >&2
+	@echo "make: creating $(VENV) and installing git-capsule with its test tools and optional extras" >&2
 	@$(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' >&2
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,mcp,tokens]' >&2
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -56,11 +56,29 @@ def register(sub: Any) -> None:
             "never overwrites a different record (record_conflict, exit 2)"
         ),
     )
+    parser.add_argument(
+        "--exact-tokens",
+        action="store_true",
+        help=(
+            "also count the capsule's exact o200k_base tokens (needs the tokens extra, "
+            "pip install 'git-capsule[tokens]'; offline; about 0.2 s to load): reported in "
+            "the summary and --json beside the estimate, never in the capsule, never a gate"
+        ),
+    )
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
+def _exact_shown(exact: dict[str, Any] | None) -> str:
+    if exact is None:
+        return ""
+    if exact["count"] is None:
+        return f" (no exact count: {exact['unavailable']})"
+    return f" ({exact['count']:,} exact, {exact['encoding']})"
+
+
 def run(args: argparse.Namespace) -> int:
+    from governance.agents.tokens import exact_count
     from governance.core.builder import build_capsule
     from governance.core.paths import repo_relative
     from governance.core.snapshot import Snapshot, open_repository
@@ -76,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         "reads": len(built.excerpts),
         "bytes": len(built.data),
         "estimated_tokens": built.estimated_tokens,
+        # Reported only: never in the capsule's bytes, never a gate.
+        "exact_tokens": exact_count(built.data) if args.exact_tokens else None,
         "target_tokens": built.limits.target_tokens,
         "hard_limit_tokens": built.limits.hard_limit_tokens,
         "reserve_tokens": built.limits.reserve_tokens,
@@ -99,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     err(
         f"capsule: built {built.packet.id} at {built.document['commit'][:12]}: "
         f"{len(built.excerpts)} reads, {len(built.data):,} bytes, "
-        f"{built.estimated_tokens:,} estimated tokens of {built.limits.target_tokens:,} "
+        f"{built.estimated_tokens:,} estimated tokens"
+        + _exact_shown(summary["exact_tokens"])
+        + f" of {built.limits.target_tokens:,} "
         f"(target from {built.limits.target_source}; hard limit "
         f"{built.limits.hard_limit_tokens:,} with reserve {built.limits.reserve_tokens:,})"
         + (f" -> {args.output}" if args.output else "")
