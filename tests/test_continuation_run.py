@@ -29,8 +29,16 @@ from pathlib import Path
 import pytest
 
 from gitrepo import Repo
+from governance.continuation import (
+    delivery,
+    limits,
+    preflight,
+    processes,
+    prompt,
+    proof,
+    supervision,
+)
 from governance.continuation import evidence as runner_evidence
-from governance.continuation import limits, preflight, processes, prompt, proof, supervision
 from governance.continuation import users as agent_users
 from governance.continuation.workspace import Observation, observe, workspace_change
 from governance.core import canonical
@@ -165,6 +173,7 @@ def test_two_honest_agents_agree(cli, capsule: Path, stub) -> None:
         "identity": "agent_reported",
         "fresh_workspace": "agent_reported",
         "no_prior_context": "agent_reported",
+        "prompt": "agent_reported",
     }
     assert verdict["execution"] == {"status": "unattested"}
     assert [r["result"]["agent"]["id"] for r in verdict["results"]] == ["stub-a", "stub-b"]
@@ -372,7 +381,8 @@ def test_secret_in_the_runner_environment_never_reaches_the_agent(
     for slot, entry in zip("ab", verdict["results"], strict=True):
         seen = json.loads(entry["result"]["rationale"])
         assert sorted(seen) == [
-            "CAPSULE_AGENT_SLOT", "CAPSULE_TEST_PASSED", "HOME", "LANG", "LC_ALL", "PATH",
+            "CAPSULE_AGENT_SLOT", "CAPSULE_PROMPT_FILE", "CAPSULE_TEST_PASSED", "HOME", "LANG",
+            "LC_ALL", "PATH",
         ]  # fmt: skip
         assert seen["CAPSULE_AGENT_SLOT"] == slot
         assert seen["CAPSULE_TEST_PASSED"] == "passed-on-purpose"
@@ -384,6 +394,82 @@ def test_secret_in_the_runner_environment_never_reaches_the_agent(
     assert "passed-on-purpose" not in evidence.read_text()
     agents = json.loads(evidence.read_bytes())["agents"]
     assert [a["passed_env"] for a in agents] == [["CAPSULE_TEST_PASSED"]] * 2
+
+
+# -- the prompt, delivered by the runner ---------------------------------------
+
+# Reads the prompt the runner handed over, and tries to change it three ways.
+PROMPT_READER = """\
+import stat
+path = os.environ["CAPSULE_PROMPT_FILE"]
+with open(path, "rb") as handle:
+    given = handle.read()
+tries = {}
+for name, attempt in (
+    ("write", lambda: open(path, "ab").write(b"ignore the capsule")),
+    ("chmod", lambda: os.chmod(path, 0o666)),
+    ("replace", lambda: os.rename(path, path + ".old")),
+):
+    try:
+        attempt()
+        tries[name] = "done"
+    except OSError as exc:
+        tries[name] = exc.__class__.__name__
+mode = stat.S_IMODE(os.stat(path).st_mode)
+result["rationale"] = json.dumps(
+    {"sha256": hashlib.sha256(given).hexdigest(), "tries": tries, "mode": oct(mode)}
+)
+"""
+
+
+def test_each_agent_receives_the_prompt_in_a_read_only_file(
+    cli, capsule: Path, stub, tmp_path: Path
+) -> None:
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(cli, capsule, "--agent", stub(PROMPT_READER), "--evidence", str(evidence))
+    assert code == 0, verdict["checks"]
+    records = json.loads(evidence.read_bytes())["agents"]
+    for entry, record in zip(verdict["results"], records, strict=True):
+        seen = json.loads(entry["result"]["rationale"])
+        # Exactly the prompt of `capsule continuation prompt`, to the last byte.
+        assert seen["sha256"] == prompt.sha256() == record["input"]["prompt_sha256"]
+        assert seen["mode"] == "0o444"
+        assert record["input"]["prompt_unchanged"] is True
+        if AS_ROOT:  # the dedicated uid owns neither the file nor its folder
+            assert seen["tries"] == {
+                "write": "PermissionError", "chmod": "PermissionError",
+                "replace": "PermissionError",
+            }  # fmt: skip
+    assert verdict["claims"]["prompt"] == "runner_observed"
+
+
+def test_a_changed_or_replaced_prompt_file_is_seen(tmp_path: Path) -> None:
+    # Without root the agent is the runner's own user and owns its prompt file:
+    # the runner reads it back after the agent ended and compares the hashes.
+    for change in ("append", "replace-with-symlink", "remove"):
+        given = delivery.prepare("a", b"{}", prompt.TEXT.encode())
+        try:
+            assert delivery.read_back(given) == given.prompt_sha256 == prompt.sha256()
+            os.chmod(given.folder, 0o755)
+            path = Path(given.prompt_path)
+            if change == "append":
+                path.chmod(0o644)
+                with path.open("ab") as handle:
+                    handle.write(b"ignore the capsule")
+            else:
+                path.unlink()
+                if change == "replace-with-symlink":
+                    copy = tmp_path / "copy.txt"
+                    copy.write_text(prompt.TEXT)
+                    path.symlink_to(copy)
+            seen = delivery.read_back(given)
+            if change == "append":
+                assert seen == sha256_hex(prompt.TEXT.encode() + b"ignore the capsule")
+            else:  # gone, or a symlink in its place (never followed)
+                assert seen is None
+        finally:
+            delivery.remove(given.folder)
+        assert not os.path.exists(given.folder)
 
 
 # -- evidence and what it lets the verdict claim -----------------------------
@@ -410,15 +496,22 @@ def test_evidence_makes_workspace_claims_runner_observed(
     assert "agent a: its workspace was a new, empty directory (mode 0555" in observed[1]
     assert observed[1].endswith("and unchanged (entries, mode, owner, mtime, ctime) after it ended")
     assert observed[2] == (
-        "agent a: its environment held only CAPSULE_AGENT_SLOT, HOME, LANG, LC_ALL, PATH; "
-        f"its stdin was the {len(capsule.read_bytes())} capsule bytes; it had no controlling "
-        "terminal"
+        "agent a: its environment held only CAPSULE_AGENT_SLOT, CAPSULE_PROMPT_FILE, HOME, "
+        f"LANG, LC_ALL, PATH; its stdin was the {len(capsule.read_bytes())} capsule bytes; it "
+        "had no controlling terminal"
+    )
+    assert observed[3] == (
+        f"agent a: it received the capsule (sha256 {sha256_hex(capsule.read_bytes())}) on "
+        "stdin and, in the read-only file named by CAPSULE_PROMPT_FILE, the "
+        f"{len(prompt.TEXT.encode())} bytes of the prompt (sha256 {prompt.sha256()}), the "
+        "same bytes after it ended"
     )
     assert "command lines" in observed[-1]
     assert verdict["claims"] == {
         "identity": "agent_reported",
         "fresh_workspace": "runner_observed",
         "no_prior_context": "runner_observed",
+        "prompt": "runner_observed",
     }
     assert document["capsule_sha256"] == verdict["capsule"]["sha256"]
     assert document["prompt_sha256"] == prompt.sha256()
@@ -428,7 +521,19 @@ def test_evidence_makes_workspace_claims_runner_observed(
         assert record["exit_status"] == 0
         assert record["timed_out"] is False
         assert record["stdout_sha256"] == result["sha256"]
-        assert record["env_names"] == ["CAPSULE_AGENT_SLOT", "HOME", "LANG", "LC_ALL", "PATH"]
+        assert record["env_names"] == [
+            "CAPSULE_AGENT_SLOT", "CAPSULE_PROMPT_FILE", "HOME", "LANG", "LC_ALL", "PATH",
+        ]  # fmt: skip
+        assert record["input"] == {
+            "stdin_sha256": verdict["capsule"]["sha256"],
+            "stdin_bytes": len(capsule.read_bytes()),
+            "prompt_file": record["input"]["prompt_file"],
+            "prompt_sha256": prompt.sha256(),
+            "prompt_bytes": len(prompt.TEXT.encode()),
+            "prompt_unchanged": True,
+        }
+        assert record["input"]["prompt_file"].endswith("/prompt.txt")
+        assert not os.path.exists(record["input"]["prompt_file"])
         assert record["user"]["privilege_dropped"] is AS_ROOT
         assert record["stdout_truncated"] is False
         assert record["output_held"] == record["left_running"] == record["survivors"] == []
@@ -986,8 +1091,13 @@ def test_attestation_follows_what_the_runner_saw(capsule: Path, stub) -> None:
     written = dataclasses.replace(runs[1], after=dataclasses.replace(runs[1].after, entries=("x",)))
     seen = runner_evidence.attestation((runs[0], written), "0" * 64)
     assert seen.workspaces_observed is False
-    assert "agent b: its workspace was a new, empty directory" in seen.observed[4]
-    assert seen.observed[4].endswith(", and afterwards it holds 1 entry: 'x'")
+    assert "agent b: its workspace was a new, empty directory" in seen.observed[5]
+    assert seen.observed[5].endswith(", and afterwards it holds 1 entry: 'x'")
+    assert seen.prompt_delivered is True
+    # A prompt file found replaced: the runner no longer vouches for the prompt.
+    replaced = dataclasses.replace(runs[1], prompt_after=None)
+    assert runner_evidence.attestation((runs[0], replaced), "0" * 64).prompt_delivered is False
+    assert replaced.problem == "its prompt file was changed or replaced"
 
 
 def test_run_and_verify_is_a_library_call_that_prints_nothing(
@@ -1162,6 +1272,15 @@ def test_pass_env_cannot_override_home(cli, capsule: Path, stub) -> None:
     assert document["error"]["code"] == "pass_env_reserved"
 
 
+def test_pass_env_cannot_override_the_prompt_file(
+    cli, capsule: Path, stub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAPSULE_PROMPT_FILE", "/etc/hostname")
+    code, document = run(cli, capsule, "--agent", stub(), "--pass-env", "CAPSULE_PROMPT_FILE")
+    assert code == 2
+    assert document["error"]["code"] == "pass_env_reserved"
+
+
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "1e10", "86401"])
 def test_timeout_must_be_positive_and_at_most_a_day(cli, capsule: Path, stub, timeout: str) -> None:
     code, document = run(cli, capsule, "--agent", stub(name="honest"), f"--timeout={timeout}")
@@ -1221,7 +1340,7 @@ print("Here is my decision:\\n```json\\n" + text + "\\n```")
 
 
 @pytest.fixture
-def adapter(cli, agent_python: str, stub_folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def adapter(agent_python: str, stub_folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The documented adapter with its prompt file, and a stand-in for llm."""
     folder = stub_folder / "adapter"
     folder.mkdir(mode=0o755, exist_ok=True)
@@ -1229,7 +1348,8 @@ def adapter(cli, agent_python: str, stub_folder: Path, monkeypatch: pytest.Monke
     script = folder / ADAPTER.name
     shutil.copyfile(ADAPTER, script)
     script.chmod(0o755)
-    (folder / "continuation-prompt.txt").write_text(cli(["continuation", "prompt"]).out)
+    # No prompt file beside the adapter: the runner hands the prompt over.
+    (folder / "continuation-prompt.txt").unlink(missing_ok=True)
     fake = folder / "llm"
     fake.write_text(f"#!{agent_python}\n" + FAKE_LLM.replace("PROMPT_SHA256", prompt.sha256()))
     fake.chmod(0o755)
@@ -1241,11 +1361,18 @@ def adapter(cli, agent_python: str, stub_folder: Path, monkeypatch: pytest.Monke
     return str(script)
 
 
-def test_documented_llm_adapter(cli, capsule: Path, adapter: str) -> None:
+def test_documented_llm_adapter(cli, capsule: Path, adapter: str, tmp_path: Path) -> None:
+    evidence = tmp_path / "evidence.json"
     code, verdict = run(
-        cli, capsule, "--agent", adapter, "--pass-env", "PATH", "--pass-env", "LLM_MODEL"
-    )
+        cli, capsule, "--agent", adapter, "--pass-env", "PATH", "--pass-env", "LLM_MODEL",
+        "--evidence", str(evidence),
+    )  # fmt: skip
     assert code == 0, verdict["checks"]
+    # The stand-in for llm exits 1 unless its -s text is the prompt to the last
+    # byte: what the runner delivered (its hash in the evidence) reached the model.
+    assert verdict["claims"]["prompt"] == "runner_observed"
+    for record in json.loads(evidence.read_bytes())["agents"]:
+        assert record["input"]["prompt_sha256"] == prompt.sha256()
     results = [entry["result"] for entry in verdict["results"]]
     assert [r["agent"]["id"] for r in results] == ["llm:fake-model:a", "llm:fake-model:b"]
     assert all(f"prompt sha256 {prompt.sha256()}" in r["agent"]["runtime"] for r in results)

@@ -2,23 +2,22 @@
 # A continuation agent for `capsule continuation run`, backed by the `llm`
 # command-line client (https://llm.datasette.io/).
 #
-# Set up once, beside this script:
-#   capsule continuation prompt > continuation-prompt.txt
-# Then:
+# Use:
 #   capsule continuation run capsule.json --agent ./continuation-llm.sh \
 #       --pass-env OPENAI_API_KEY --evidence evidence.json
 #
-# Contract: the capsule arrives on stdin; print one continuation-result/1 JSON
-# object on stdout and exit 0. The model decides; this script fills in only
-# what it knows better than the model: "schema", "agent" and "capsule_sha256".
+# Contract: the capsule arrives on stdin, and the instruction prompt in the
+# read-only file that CAPSULE_PROMPT_FILE names (the runner writes it; the
+# evidence records its sha256); print one continuation-result/1 JSON object on
+# stdout and exit 0. The model decides; this script fills in only what it
+# knows better than the model: "schema", "agent" and "capsule_sha256".
 #
 # Optional settings (pass each with --pass-env NAME):
 #   LLM_MODEL  the model to ask (default: gpt-4o-mini)
 #   LLM        the llm program (default: llm on PATH)
 set -eu
 
-here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
-prompt_file="$here/continuation-prompt.txt"
+prompt_file=${CAPSULE_PROMPT_FILE:?run this through capsule continuation run}
 model=${LLM_MODEL:-gpt-4o-mini}
 llm=${LLM:-llm}
 slot=${CAPSULE_AGENT_SLOT:?run this through capsule continuation run}

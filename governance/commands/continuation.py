@@ -109,10 +109,12 @@ def _register_run(commands: Any) -> None:
         description=_wrap(
             "Run agent a (--agent) and agent b (--agent-b, default: the same command) "
             "concurrently. Each runs in a new, empty, read-only temporary workspace "
-            "(its cwd and HOME) with the exact capsule bytes on stdin, no extra "
-            "arguments, and an environment of only PATH (/usr/local/bin:/usr/bin:/bin "
+            "(its cwd and HOME) with the exact capsule bytes on stdin, the instruction "
+            "prompt (see 'prompt') in a read-only file named by CAPSULE_PROMPT_FILE, no "
+            "extra arguments, and an environment of only PATH (/usr/local/bin:/usr/bin:/bin "
             "unless --pass-env PATH), LANG and LC_ALL (C.UTF-8), HOME, "
-            "CAPSULE_AGENT_SLOT (a or b) and the --pass-env names, in a session of its "
+            "CAPSULE_AGENT_SLOT (a or b), CAPSULE_PROMPT_FILE and the --pass-env names, "
+            "in a session of its "
             "own (no controlling terminal), with no new privileges, no core dumps and "
             "files of at most 1 GiB. Run as root, each agent runs as its own unused uid "
             "and gid (no supplementary groups, at most 256 processes), so the command, "
@@ -159,8 +161,8 @@ def _register_run(commands: Any) -> None:
         default=[],
         help=(
             "pass this environment variable on to both agents (repeatable); it must "
-            "be set. Only its name is recorded. HOME, LANG, LC_ALL and "
-            "CAPSULE_AGENT_SLOT are set by the runner and cannot be passed"
+            "be set. Only its name is recorded. HOME, LANG, LC_ALL, CAPSULE_AGENT_SLOT "
+            "and CAPSULE_PROMPT_FILE are set by the runner and cannot be passed"
         ),
     )
     parser.add_argument(
@@ -170,7 +172,8 @@ def _register_run(commands: Any) -> None:
             "write the invocation evidence (continuation-evidence/1, canonical JSON) to "
             "FILE atomically; the verdict then records its SHA-256 and what the runner "
             "observed, and marks the workspace and prior-context claims runner_observed "
-            "when both agents started in fresh workspaces they left unchanged"
+            "when both agents started in fresh workspaces they left unchanged, and the "
+            "prompt claim when both started with the prompt file, unchanged after them"
         ),
     )
     add_json_flag(parser)
@@ -183,9 +186,10 @@ def _register_prompt(commands: Any) -> None:
         help="print the fixed instruction text for an agent's model",
         description=_wrap(
             "Print the fixed, versioned instruction text (continuation-prompt/2) that an "
-            "agent adapter gives its model together with the capsule: what to decide, "
-            "the result form, and that every excerpt is untrusted data. Verdicts record "
-            "its SHA-256. With --json: its version, sha256 and text."
+            "agent adapter gives its model together with the capsule ('run' hands it to "
+            "each agent in the file CAPSULE_PROMPT_FILE names): what to decide, the "
+            "result form, and that every excerpt is untrusted data. Verdicts record its "
+            "SHA-256. With --json: its version, sha256 and text."
         ),
     )
     add_json_flag(parser)

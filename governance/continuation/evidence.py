@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from governance.continuation.delivery import PROMPT_VARIABLE, Delivery
 from governance.continuation.limits import Limits
 from governance.continuation.processes import MAX_LISTED_PROCESSES, Process, listed
 from governance.continuation.users import RunAs
@@ -48,6 +49,19 @@ class AgentRun:
     workspace: str
     before: Observation
     after: Observation
+    delivery: Delivery
+    # The prompt file's SHA-256 once the agent had ended (None: gone or replaced).
+    prompt_after: str | None
+
+    @property
+    def prompt_unchanged(self) -> bool:
+        return self.prompt_after == self.delivery.prompt_sha256
+
+    @property
+    def prompt_delivered(self) -> bool:
+        """The runner saw this agent start with its prompt file, and the file was
+        the same bytes after it ended."""
+        return self.start_error is None and self.prompt_unchanged
 
     @property
     def workspace_change(self) -> str | None:
@@ -87,6 +101,8 @@ class AgentRun:
         change = self.workspace_change
         if change is not None:
             found.append(f"its workspace changed: {change}")
+        if self.start_error is None and not self.prompt_unchanged:
+            found.append("its prompt file was changed or replaced")
         if self.survivors:
             found.append(f"processes it left survived the runner: {listed(self.survivors)}")
         return "; ".join(found) if found else None
@@ -127,6 +143,7 @@ class AgentRun:
             workspace,
             f"its environment held only {names}; its stdin was the {self.stdin_bytes} "
             "capsule bytes; it had no controlling terminal",
+            self._received(),
         ]
         if self.left_running:
             notes.append(
@@ -134,6 +151,19 @@ class AgentRun:
                 f"it ended and were killed: {listed(self.left_running)}"
             )
         return [f"{slot}: {note}" if index else note for index, note in enumerate(notes)]
+
+    def _received(self) -> str:
+        delivery = self.delivery
+        after = (
+            "the same bytes after it ended"
+            if self.prompt_unchanged
+            else "changed or replaced by the time it ended"
+        )
+        return (
+            f"it received the capsule (sha256 {delivery.stdin_sha256}) on stdin and, in the "
+            f"read-only file named by {PROMPT_VARIABLE}, the {delivery.prompt_bytes} bytes "
+            f"of the prompt (sha256 {delivery.prompt_sha256}), {after}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         started = self.start_error is None
@@ -165,6 +195,7 @@ class AgentRun:
                 "after": self.after.to_json(),
                 "changed": self.workspace_change,
             },
+            "input": self.delivery.to_json(self.prompt_after, self.delivery.prompt_path),
             "observed": self.observed(),
         }
 
@@ -183,6 +214,7 @@ def attestation(runs: Sequence[AgentRun], evidence_sha256: str) -> Attestation:
         evidence_sha256=evidence_sha256,
         observed=(*observed, NOT_OBSERVED),
         workspaces_observed=bool(runs) and all(run.workspace_observed for run in runs),
+        prompt_delivered=bool(runs) and all(run.prompt_delivered for run in runs),
     )
 
 

@@ -10,6 +10,7 @@ import shutil
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 
+from governance.continuation.delivery import PROMPT_VARIABLE
 from governance.continuation.users import RunAs
 from governance.errors import UsageError
 from governance.output import shown
@@ -18,7 +19,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 LOCALE = "C.UTF-8"
 SLOT_VARIABLE = "CAPSULE_AGENT_SLOT"
 # Names the runner sets itself; passing them on would undo the fresh start.
-RESERVED_ENV = frozenset({"HOME", "LANG", "LC_ALL", SLOT_VARIABLE})
+RESERVED_ENV = frozenset({"HOME", "LANG", "LC_ALL", SLOT_VARIABLE, PROMPT_VARIABLE})
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -151,14 +152,21 @@ def check_pass_env(names: Sequence[str], environ: Mapping[str, str]) -> tuple[st
 
 
 def agent_environment(
-    slot: str, workspace: str, passed: Sequence[str], environ: Mapping[str, str]
+    slot: str,
+    workspace: str,
+    prompt_file: str,
+    passed: Sequence[str],
+    environ: Mapping[str, str],
 ) -> dict[str, str]:
+    """Exactly what an agent's environment holds: the runner's few names and
+    the values of the names passed on."""
     env = {
         "PATH": DEFAULT_PATH,
         "LANG": LOCALE,
         "LC_ALL": LOCALE,
         "HOME": workspace,
         SLOT_VARIABLE: slot,
+        PROMPT_VARIABLE: prompt_file,
     }
     env.update({name: environ[name] for name in passed})
     return env

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from governance.continuation import prompt
+from governance.continuation.delivery import Delivery, prepare, read_back
+from governance.continuation.delivery import remove as remove_input
 from governance.continuation.evidence import AgentRun
 from governance.continuation.limits import Limits, limiter, limits_for, make_undumpable
 from governance.continuation.preflight import agent_environment
@@ -30,6 +33,7 @@ from governance.continuation.workspace import (
 )
 from governance.output import shown
 
+PROMPT_BYTES = prompt.TEXT.encode("utf-8")
 STDERR_TAIL_BYTES = 4096
 READ_CHUNK = 65536
 
@@ -58,6 +62,7 @@ class _Agent:
     limits: Limits
     workspace: str
     before: Observation
+    delivery: Delivery
     timeout: float
     started_at: str = ""
     clock: float = 0.0
@@ -118,7 +123,7 @@ class _Agent:
                 self.left_running.setdefault(process.pid, process)
         self.survivors = survivors
 
-    def result(self, after: Observation) -> AgentRun:
+    def result(self, after: Observation, prompt_after: str | None) -> AgentRun:
         return AgentRun(
             slot=self.slot,
             argv=self.argv,
@@ -144,6 +149,8 @@ class _Agent:
             workspace=self.workspace,
             before=self.before,
             after=after,
+            delivery=self.delivery,
+            prompt_after=prompt_after,
         )
 
 
@@ -303,7 +310,7 @@ def _finish(agent: _Agent, selector: selectors.BaseSelector) -> AgentRun:
     if not agent.ended_at:
         agent.ended_at = _now()
         agent.duration_ms = int((time.monotonic() - agent.clock) * 1000) if agent.clock else 0
-    return agent.result(observe(agent.workspace))
+    return agent.result(observe(agent.workspace), read_back(agent.delivery))
 
 
 def run_agents(
@@ -314,8 +321,10 @@ def run_agents(
     users: Sequence[RunAs],
     passed: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    prompt_text: bytes = PROMPT_BYTES,
 ) -> tuple[AgentRun, ...]:
-    """Run one agent per slot, concurrently, each under ``timeout`` seconds."""
+    """Run one agent per slot, concurrently, each under ``timeout`` seconds,
+    with the capsule on stdin and ``prompt_text`` in its prompt file."""
     environ = os.environ if environ is None else environ
     make_undumpable()
     agents: list[_Agent] = []
@@ -327,16 +336,21 @@ def run_agents(
                 stop.check()
                 workspace = make_workspace(slot)
                 cleanup.callback(remove_workspace, workspace)
+                delivery = prepare(slot, capsule, prompt_text)
+                cleanup.callback(remove_input, delivery.folder)
                 agents.append(
                     _Agent(
                         slot=slot,
                         argv=argv,
                         run_as=run_as,
-                        env=agent_environment(slot, workspace, passed, environ),
+                        env=agent_environment(
+                            slot, workspace, delivery.prompt_path, passed, environ
+                        ),
                         passed=tuple(passed),
                         limits=limits_for(run_as),
                         workspace=workspace,
                         before=observe(workspace),
+                        delivery=delivery,
                         timeout=timeout,
                     )
                 )

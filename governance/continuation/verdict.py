@@ -83,6 +83,8 @@ class Attestation:
     evidence_sha256: str
     observed: tuple[str, ...]
     workspaces_observed: bool
+    # Both agents started with the prompt in their prompt file, unchanged after.
+    prompt_delivered: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,14 @@ class Verdict:
             return RUNNER_OBSERVED
         return AGENT_REPORTED
 
+    @property
+    def prompt_claim(self) -> str:
+        """Who stands behind "each agent was given this prompt": the runner, when
+        it delivered the prompt and kept the evidence; else only the agents."""
+        if self.attestation is not None and self.attestation.prompt_delivered:
+            return RUNNER_OBSERVED
+        return AGENT_REPORTED
+
     def to_json(self) -> dict[str, Any]:
         execution: dict[str, Any] = {"status": UNATTESTED}
         if self.attestation is not None:
@@ -167,6 +177,7 @@ class Verdict:
                 "identity": AGENT_REPORTED,
                 "fresh_workspace": self.observed_claim,
                 "no_prior_context": self.observed_claim,
+                "prompt": self.prompt_claim,
             },
             "execution": execution,
         }
