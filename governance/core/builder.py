@@ -8,23 +8,20 @@ build (``build_capsule``) or every failure is collected (``check_packet``).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from governance.core import budget, canonical
 from governance.core.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEMA_V1, TRUST_V1
-from governance.core.excerpt import Excerpt, decode_source, select
+from governance.core.excerpt import Excerpt, check_heading_source, decode_source, excerpt_of
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
 from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
 from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target, parse_policy
 from governance.core.snapshot import Snapshot, Source
 from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
-
-if TYPE_CHECKING:
-    from governance.core.headings import Heading
 
 
 @dataclass(frozen=True)
@@ -105,21 +102,6 @@ def _naming(path: str) -> Iterator[None]:
     except CapsuleError as exc:
         exc.details.setdefault("path", path)
         raise
-
-
-def _excerpt(snapshot: Snapshot, selector: Selector, source: Source) -> Excerpt:
-    def parse(text: str) -> Sequence[Heading]:
-        from governance.core.headings import parse_headings
-
-        return snapshot.memo("headings", source, lambda: tuple(parse_headings(text)))
-
-    # An excerpt is a pure function of the blob and the locator; the parsed
-    # headings, of the blob alone (other locators into the same file share them).
-    return snapshot.memo(
-        f"excerpt:{selector.locator}",
-        source,
-        lambda: select(selector, source, snapshot.read(source), headings=parse),
-    )
 
 
 def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
@@ -245,6 +227,8 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     for rank, selector in selectors:
         try:
             source = snapshot.source(selector.path, locator=selector.locator)
+            # Before anything inflates it: a heading read parses the whole file.
+            check_heading_source(snapshot, selector, source, policy.max_heading_source_bytes)
             resolved.append((rank, selector, source))
         except CapsuleError as exc:
             failures.add(exc, rank)
@@ -282,7 +266,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     for rank, selector, source in resolved:
         try:
             snapshot.check_worktree(source, locator=selector.locator)
-            excerpt = _excerpt(snapshot, selector, source)
+            excerpt = excerpt_of(snapshot, selector, source)
         except CapsuleError as exc:
             failures.add(exc, rank)
             continue

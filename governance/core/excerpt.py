@@ -12,7 +12,7 @@ from governance.errors import SourceError
 if TYPE_CHECKING:
     from governance.core.headings import Heading
     from governance.core.locator import Selector
-    from governance.core.snapshot import Source
+    from governance.core.snapshot import Snapshot, Source
     from governance.core.tree import Match, Tree
 
 # An error lists at most this many candidates in its message; its details list all.
@@ -60,6 +60,49 @@ def decode_source(data: bytes, *, locator: str) -> str:
             code="source_not_utf8",
             locator=locator,
         ) from None
+
+
+def check_heading_source(
+    snapshot: Snapshot, selector: Selector, source: Source, limit: int
+) -> None:
+    """Refuse a ``#heading`` read of a source over ``limit`` bytes, judged from
+    the object header: a heading read parses the whole file."""
+    if selector.slug is None:
+        return
+    size = snapshot.size(source)
+    if size > limit:
+        raise SourceError(
+            f"{selector.locator}: {selector.path} has {size:,} bytes {snapshot.where}, more "
+            f"than the {limit:,} a heading read may parse (max_heading_source_bytes of the "
+            "policy); read a smaller file, or raise the limit in the policy",
+            code="source_too_large",
+            locator=selector.locator,
+            bytes=size,
+            limit=limit,
+        )
+
+
+def excerpt_of(snapshot: Snapshot, selector: Selector, source: Source) -> Excerpt:
+    """``select`` through the snapshot's per-run cache: an excerpt is a pure
+    function of the blob and the locator; the parsed headings, of the blob
+    alone, so other locators into the same file share one parse."""
+
+    def parse(text: str) -> Sequence[Heading]:
+        from governance.core.headings import parse_headings
+
+        return snapshot.memo(
+            "headings",
+            source,
+            lambda: tuple(parse_headings(text)),
+            weight=lambda found: sum(128 + 2 * len(h.text) for h in found),
+        )
+
+    return snapshot.memo(
+        f"excerpt:{selector.locator}",
+        source,
+        lambda: select(selector, source, snapshot.read(source), headings=parse),
+        weight=lambda excerpt: 256 + 2 * len(excerpt.text),
+    )
 
 
 def select(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from governance.core.capsule import POLICY_PATH
@@ -13,6 +13,19 @@ from governance.errors import MalformedInput
 ESTIMATOR = "utf8_bytes_div_3_ceil"
 # A policy is a handful of numbers; its size is checked from the object header.
 MAX_POLICY_BYTES = 64 << 10
+# The largest source a ``#heading`` read may parse (whole-file reads are bounded
+# by the budget instead). A policy without the key, old ones included, gets this.
+DEFAULT_MAX_HEADING_SOURCE_BYTES = 4 << 20
+# The values a capsule/1 ``policy`` object records. Keys added to the policy
+# later are bound by the policy's blob and sha256 only: writing them into the
+# capsule would change the bytes of every capsule, old records included.
+CAPSULE_V1_KEYS = (
+    "target_tokens",
+    "hard_limit_tokens",
+    "reserve_tokens",
+    "max_required_reads",
+    "estimator",
+)
 
 
 @dataclass(frozen=True)
@@ -22,9 +35,11 @@ class Policy:
     reserve_tokens: int = 1500
     max_required_reads: int = 8
     estimator: str = ESTIMATOR
+    max_heading_source_bytes: int = DEFAULT_MAX_HEADING_SOURCE_BYTES
 
     def values(self) -> dict[str, Any]:
-        return asdict(self)
+        """What a capsule/1 records of this policy (``CAPSULE_V1_KEYS``)."""
+        return {key: getattr(self, key) for key in CAPSULE_V1_KEYS}
 
 
 def parse_policy(text: str, *, path: str = POLICY_PATH) -> Policy:

@@ -15,15 +15,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import pygit2
 
+from governance.core.cache import BlobCache
 from governance.core.locator import check_path
 from governance.errors import SourceError, UsageError
-
-if TYPE_CHECKING:
-    from governance.core.cache import BlobCache
 
 T = TypeVar("T")
 
@@ -109,7 +107,13 @@ class Snapshot:
     label: str | None = None
     cache: BlobCache | None = field(default=None, repr=False)
     _sizes: dict[str, int] = field(default_factory=dict, repr=False)
+    _clean: set[tuple[str, str, int]] = field(default_factory=set, repr=False)
     _index: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
+
+    def _cache(self) -> BlobCache:
+        if self.cache is None:
+            self.cache = BlobCache()
+        return self.cache
 
     @property
     def where(self) -> str:
@@ -224,6 +228,10 @@ class Snapshot:
         """Fail closed when the index or the working tree differs from the blob."""
         if self.workdir is None:
             return
+        key = (source.path, source.blob_id, source.mode)
+        if key in self._clean:
+            # Eight reads of one file compare it with the working tree once.
+            return
         shown = locator if locator is not None else source.path
 
         def dirty(why: str, fix: str = "commit or restore it before building") -> SourceError:
@@ -243,7 +251,7 @@ class Snapshot:
         if not stat.S_ISREG(st.st_mode) or st.st_size != self.size(source):
             raise self._differs(source, dirty)
         # Compare in chunks: a large source is never held twice.
-        view = memoryview(self.blob(source))
+        view = memoryview(self.read(source))
         with open(on_disk, "rb") as handle:
             offset = 0
             while chunk := handle.read(_CHUNK):
@@ -252,6 +260,7 @@ class Snapshot:
                 offset += len(chunk)
         if offset != len(view):
             raise self._differs(source, dirty)
+        self._clean.add(key)
 
     def _differs(self, source: Source, dirty: Callable[..., SourceError]) -> SourceError:
         try:
@@ -270,13 +279,20 @@ class Snapshot:
         return dirty("differs in the working tree")
 
     def read(self, source: Source) -> bytes:
-        if self.cache is None:
-            return self.blob(source).data
-        return self.cache.get(("bytes", source.blob_id), lambda: self.blob(source).data, weight=len)
+        return self._cache().get(
+            ("bytes", source.blob_id), lambda: self.blob(source).data, weight=len
+        )
 
-    def memo(self, kind: str, source: Source, compute: Callable[[], T]) -> T:
-        """``compute()``, a pure function of ``source``'s bytes that ``kind`` names:
-        once per blob id with a cache, every time without one."""
-        if self.cache is None:
-            return compute()
-        return self.cache.get((kind, source.blob_id), compute, weight=lambda _: self.size(source))
+    def memo(
+        self,
+        kind: str,
+        source: Source,
+        compute: Callable[[], T],
+        *,
+        weight: Callable[[T], int] | None = None,
+    ) -> T:
+        """``compute()``, a pure function of ``source``'s bytes that ``kind`` names,
+        once per blob id while it stays cached. ``weight`` sizes the result
+        (default: the blob's size)."""
+        sized = weight if weight is not None else (lambda _: self.size(source))
+        return self._cache().get((kind, source.blob_id), compute, weight=sized)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from governance.core.excerpt import Excerpt, select
+from governance.core.excerpt import Excerpt, check_heading_source, excerpt_of
 from governance.core.hashing import sha256_hex
 from governance.core.locator import parse_locator
 from governance.core.reader import CapsuleFile
@@ -121,19 +121,41 @@ def _excerpt_json(excerpt: Excerpt) -> dict[str, Any]:
     }
 
 
-def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any]) -> PartResult:
+def _heading_limit(snapshot: Snapshot) -> int:
+    """The policy's ``max_heading_source_bytes`` at ``snapshot``; the default
+    when that policy cannot be read (its own part reports why)."""
+    from governance.core.capsule import POLICY_PATH
+    from governance.core.policy import (
+        DEFAULT_MAX_HEADING_SOURCE_BYTES,
+        MAX_POLICY_BYTES,
+        parse_policy,
+    )
+    from governance.errors import CapsuleError
+
+    try:
+        source = snapshot.source(POLICY_PATH)
+        if snapshot.size(source) > MAX_POLICY_BYTES:
+            return DEFAULT_MAX_HEADING_SOURCE_BYTES
+        text = snapshot.read(source).decode("utf-8")
+        return parse_policy(text, path=POLICY_PATH).max_heading_source_bytes
+    except (CapsuleError, UnicodeDecodeError):
+        return DEFAULT_MAX_HEADING_SOURCE_BYTES
+
+
+def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any], limit: int) -> PartResult:
     locator = recorded["locator"]
     # The reader already refused a locator that does not parse or disagrees
     # with its path and heading.
     selector = parse_locator(locator)
     try:
         source: Source = snapshot.source(selector.path, locator=locator)
+        check_heading_source(snapshot, selector, source, limit)
     except SourceError as exc:
         return PartResult(part, locator, MISSING, exc.code, exc.message)
     data = snapshot.read(source)
     same_blob = source.blob_id == recorded["blob"]
     try:
-        excerpt = select(selector, source, data)
+        excerpt = excerpt_of(snapshot, selector, source)
     except SourceError as exc:
         if same_blob:
             raise _forged(part, "selection") from None
@@ -173,7 +195,9 @@ def verify_capsule(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]
         _whole(snapshot, "context", document["context"]),
         _policy(snapshot, document["policy"]),
     ]
+    limit = _heading_limit(snapshot)
     results += [
-        _read(snapshot, f"reads[{index}]", read) for index, read in enumerate(document["reads"])
+        _read(snapshot, f"reads[{index}]", read, limit)
+        for index, read in enumerate(document["reads"])
     ]
     return results
