@@ -1,8 +1,10 @@
 """The ``capsule`` command line: one parser, and the guarded runner it shares
 with the hooks.
 
-Command modules register their own options and import heavy libraries only
-when they run, so ``capsule --help`` stays fast.
+Only the invoked command's module is imported and registers its options; the
+others appear in ``--help`` by name and one-line help alone, and every module
+imports its heavy libraries only when it runs. So ``capsule --help`` imports
+no command, and ``capsule build`` none but build.
 """
 
 from __future__ import annotations
@@ -10,28 +12,42 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from governance import __version__
 from governance.commands._args import EXIT_CODES, Parser
 from governance.commands._boundary import run_guarded
 
-COMMANDS = (
-    "build",
-    "verify",
-    "replay",
-    "audit",
-    "check",
-    "outline",
-    "install-hook",
-    "continuation",
-    "sign",
-    "render",
-    "cgp",
-)
+# Every command, in --help's order, with the one-line help its module's HELP
+# says (tests/test_cli.py keeps the two equal).
+COMMANDS: Mapping[str, str] = {
+    "build": "compile a packet into a canonical context capsule",
+    "verify": "check a capsule's parts against a commit (never rewrites it)",
+    "replay": "rebuild a capsule at its declared commit and compare it byte for byte",
+    "audit": "replay every capsule record found in history (each distinct blob once)",
+    "check": "report every reason packets would not build (emits nothing)",
+    "outline": "list every heading of a Markdown file with its selector, lines and cost",
+    "install-hook": "write git pre-commit and pre-merge-commit hooks that run the capsule guards",
+    "continuation": "check that two fresh agents given only a capsule reach the same decision",
+    "sign": "sign capsule records with an SSH key (writes RECORD.sig beside each)",
+    "render": "print a capsule as Markdown for a model (a view; the JSON stays the authority)",
+    "cgp": "serve capsule parts as Context Graph Protocol frames (NDJSON over stdio)",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def invoked(arguments: Sequence[str]) -> str | None:
+    """The command ``arguments`` name: the first one that is not an option (the
+    top-level parser has no option taking a value)."""
+    for argument in arguments:
+        if not argument.startswith("-"):
+            return argument if argument in COMMANDS else None
+    return None
+
+
+def build_parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``arguments``: the command they name registers its
+    options; every other command is a name and a line of help. With no
+    ``arguments``, every command registers in full."""
     parser = Parser(
         prog="capsule",
         description=(
@@ -44,10 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"capsule {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for name in COMMANDS:
-        # A command spelled with a dash lives in a module spelled with an underscore.
-        module = importlib.import_module(f"governance.commands.{name.replace('-', '_')}")
-        module.register(sub)
+    wanted = invoked(arguments) if arguments is not None else None
+    for name, help_line in COMMANDS.items():
+        if arguments is None or name == wanted:
+            # A command spelled with a dash lives in a module spelled with an underscore.
+            module = importlib.import_module(f"governance.commands.{name.replace('-', '_')}")
+            module.register(sub)
+        else:
+            sub.add_parser(name, help=help_line)
     return parser
 
 
@@ -57,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = ["--json" in arguments]
 
     def run() -> int:
-        args = build_parser().parse_args(arguments)
+        args = build_parser(arguments).parse_args(arguments)
         as_json[0] = bool(getattr(args, "json", False))
         code: int = args.run(args)
         return code

@@ -1,0 +1,129 @@
+"""Import discipline: what ``capsule --help``, ``capsule build``, ``verify``
+and each hook import on their success path, listed and checked, so a later
+change cannot silently add tens of milliseconds to every call (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitrepo import Repo
+
+# Run in a fresh interpreter: what a process imports, not what this one has.
+PROBE = r"""
+import contextlib, io, json, sys
+argv = json.loads(sys.argv[2])
+if sys.argv[1] == "capsule":
+    from governance.cli import main
+else:
+    main = __import__(f"capsule_hooks.{sys.argv[1]}", fromlist=["main"]).main
+class Sink(io.StringIO):
+    buffer = io.BytesIO()
+with contextlib.redirect_stdout(Sink()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+# Top-level packages a build may load besides the standard library: pygit2 (with
+# its cffi backend), markdown-it-py (with mdurl) and PyYAML.
+GIT_AND_TEXT = {"governance", "pygit2", "markdown_it", "mdurl", "yaml"}
+NEVER = {"jsonschema", "referencing", "rpds", "attrs", "mcp", "tiktoken", "pydantic", "anyio"}
+
+
+def _probe(entry: str, argv: list[str], cwd: Path) -> tuple[int, set[str], set[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {
+        "HOME": os.environ["HOME"],
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, entry, json.dumps(argv)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    modules = set(report["modules"])
+    # Interpreter and packaging helpers (site hooks, C-extension runtimes) are not ours to list.
+    third_party = {
+        name.split(".")[0]
+        for name in modules
+        if name.split(".")[0] not in sys.stdlib_module_names
+        and not name.startswith(("_", "cython_runtime"))
+    }
+    commands = {name for name in modules if name.startswith("governance.commands.")}
+    return report["code"], third_party, commands
+
+
+SHARED = {"governance.commands._args", "governance.commands._boundary"}
+
+
+def test_help_imports_no_command_and_no_library(repo: Repo) -> None:
+    code, third_party, commands = _probe("capsule", ["--help"], repo.path)
+    assert code == 0
+    assert third_party == {"governance"}
+    assert commands == SHARED
+
+
+@pytest.mark.parametrize("command", ["verify", "audit", "check", "continuation"])
+def test_a_command_help_imports_that_command_alone(repo: Repo, command: str) -> None:
+    code, third_party, commands = _probe("capsule", [command, "--help"], repo.path)
+    assert code == 0
+    assert third_party == {"governance"}
+    assert commands == SHARED | {f"governance.commands.{command}"}
+
+
+def test_build_imports_git_markdown_and_yaml_only(repo: Repo, tmp_path: Path) -> None:
+    out = tmp_path / "capsule.json"
+    code, third_party, commands = _probe(
+        "capsule", ["build", "packets/P-1/packet.yml", "-o", str(out)], repo.path
+    )
+    assert code == 0
+    assert out.is_file()
+    assert third_party == GIT_AND_TEXT
+    assert commands == SHARED | {"governance.commands.build"}
+
+
+def test_verify_imports_no_schema_library(repo: Repo, tmp_path: Path) -> None:
+    out = tmp_path / "capsule.json"
+    assert _probe("capsule", ["build", "packets/P-1/packet.yml", "-o", str(out)], repo.path)[0] == 0
+    code, third_party, commands = _probe("capsule", ["verify", str(out)], repo.path)
+    assert code == 0
+    assert third_party <= GIT_AND_TEXT
+    assert not third_party & NEVER
+    assert commands == SHARED | {"governance.commands.verify"}
+
+
+@pytest.mark.parametrize("hook", ["packets", "records"])
+def test_hooks_import_no_schema_library_and_no_command(cli, repo: Repo, hook: str) -> None:
+    # Something for each hook to check: a packet's source changed, a record added.
+    repo.write("docs/roadmap.md", (repo.path / "docs/roadmap.md").read_text() + "\nMore.\n")
+    repo.commit("edit the roadmap")
+    assert cli(["build", "packets/P-1/packet.yml", "--record"], cwd=repo.path).code == 0
+    repo.write("docs/notes.md", "# Notes\n\nSome notes, edited.\n")
+    repo.git("add", "-A")
+    assert "/capsules/" in repo.git("diff", "--cached", "--name-only")
+    code, third_party, commands = _probe(hook, [], repo.path)
+    assert code == 0
+    assert third_party <= GIT_AND_TEXT | {"capsule_hooks"}
+    assert not third_party & NEVER
+    assert commands <= SHARED | {"governance.commands._hooks"}
+
+
+def test_every_module_help_line_is_the_one_the_parser_lists() -> None:
+    import importlib
+
+    from governance.cli import COMMANDS
+
+    for name, help_line in COMMANDS.items():
+        module = importlib.import_module(f"governance.commands.{name.replace('-', '_')}")
+        assert help_line == module.HELP, name
