@@ -1,9 +1,18 @@
-"""The one error hierarchy. Every user-facing failure is a CapsuleError with a
-stable ``code``; ``governance.cli`` is the only place that turns them into exit
-codes and output."""
+"""The one error hierarchy and the one registry of error codes.
+
+Every user-facing failure is a CapsuleError with a stable ``code``. REGISTRY
+holds every code the package raises or reports: the class it is raised as,
+its exit code, and the advice a failure line prints for it. Code compares
+codes with the constants below (``exc.code == SOURCE_MISSING``), never with
+string literals; docs/errors.md lists every code (tests/test_errors.py keeps
+all three in step). ``governance.commands`` is the only place that turns
+errors into exit codes and output.
+"""
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 # Exit codes are part of the public contract (README, --help, docs/format.md).
@@ -17,13 +26,17 @@ EXIT_BUDGET = 4
 class CapsuleError(Exception):
     """Base error: a stable machine ``code``, a human message, JSON details."""
 
-    default_code: ClassVar[str] = "error"
+    # A class whose errors all carry one code names it here; the others are
+    # always given one (a missing code is a bug: TypeError).
+    default_code: ClassVar[str] = ""
     exit_code: ClassVar[int] = EXIT_USAGE
 
     def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
         super().__init__(message)
         self.message = message
         self.code = code or self.default_code
+        if not self.code:
+            raise TypeError(f"{type(self).__name__} needs a code: {message}")
         self.details = details
 
     def to_json(self) -> dict[str, Any]:
@@ -50,13 +63,10 @@ class UsageError(CapsuleError):
 class MalformedInput(CapsuleError):
     """A packet, policy or capsule that does not parse or fails its schema."""
 
-    default_code = "malformed_input"
-
 
 class SourceError(CapsuleError):
     """A source or selector failed closed: nothing is emitted."""
 
-    default_code = "source_error"
     exit_code = EXIT_SOURCE
 
 
@@ -74,10 +84,186 @@ def coded(exc: BaseException) -> CapsuleError | None:
     object or repository); both exit 2."""
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
-        return CapsuleError(f"{where}{exc.strerror or exc}", code="io_error")
-    import sys
-
+        return CapsuleError(f"{where}{exc.strerror or exc}", code=IO_ERROR)
+    # Only when pygit2 is loaded already: the command line does not load it to
+    # report an error that did not come from git.
     pygit2 = sys.modules.get("pygit2")
     if pygit2 is not None and isinstance(exc, pygit2.GitError):
-        return CapsuleError(f"git: {exc}", code="git_error")
+        return CapsuleError(f"git: {exc}", code=GIT_ERROR)
     return None
+
+
+# --- the registry ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Code:
+    """One error code: the class of ``governance.errors`` it is raised as (a
+    subclass elsewhere may carry it too, with the same exit code), or None for
+    a failure a command reports without raising it; its exit code; and what a
+    failure line advises, for a packet's failure (``advice``) and for a capsule
+    record's (``record_advice``), where the message does not say it already."""
+
+    code: str
+    error: type[CapsuleError] | None
+    exit_code: int
+    advice: str = ""
+    record_advice: str = ""
+
+
+REGISTRY: dict[str, Code] = {}
+
+
+def _code(
+    code: str,
+    error: type[CapsuleError] | None,
+    *,
+    exit_code: int | None = None,
+    advice: str = "",
+    record_advice: str = "",
+) -> str:
+    if exit_code is None:
+        assert error is not None
+        exit_code = error.exit_code
+    REGISTRY[code] = Code(code, error, exit_code, advice, record_advice)
+    return code
+
+
+def advice(code: str) -> str:
+    """What a packet's failure line advises for ``code`` ("" when its message says it)."""
+    entry = REGISTRY.get(code)
+    return entry.advice if entry is not None else ""
+
+
+def record_advice(code: str) -> str:
+    """What a capsule record's failure line advises for ``code``."""
+    entry = REGISTRY.get(code)
+    return entry.record_advice if entry is not None else ""
+
+
+_RESTORE_RECORD = "restore the record as capsule build wrote it"
+_FIX_LOCATOR = "update the locator in the packet"
+
+# Usage: the command line, the repository, what a command writes (exit 2).
+USAGE = _code("usage", UsageError)
+NOT_A_REPOSITORY = _code("not_a_repository", UsageError)
+INVALID_REVISION = _code("invalid_revision", UsageError)
+INVALID_RANGE = _code("invalid_range", UsageError)
+INVALID_GLOB = _code("invalid_glob", UsageError)
+INVALID_PACKET_PATH = _code("invalid_packet_path", UsageError)
+PATH_OUTSIDE_REPOSITORY = _code("path_outside_repository", UsageError)
+NO_WORKING_TREE = _code("no_working_tree", UsageError)
+OUTPUT_FAILED = _code("output_failed", UsageError)
+INDEX_UNREADABLE = _code("index_unreadable", UsageError)
+INDEX_CONFLICTED = _code("index_conflicted", UsageError)
+HOOK_EXISTS = _code("hook_exists", UsageError)
+HOOK_NOT_EXECUTABLE = _code("hook_not_executable", UsageError)
+RECORD_CONFLICT = _code("record_conflict", CapsuleError)
+IO_ERROR = _code("io_error", CapsuleError)
+GIT_ERROR = _code("git_error", CapsuleError)
+INTERNAL_ERROR = _code("internal_error", CapsuleError)
+
+# Malformed input: a packet, policy, capsule or result (exit 2).
+PACKET_MALFORMED = _code("packet_malformed", MalformedInput, advice="fix the packet")
+POLICY_MALFORMED = _code("policy_malformed", MalformedInput, advice="fix the policy")
+CAPSULE_UNREADABLE = _code("capsule_unreadable", MalformedInput)
+CAPSULE_MALFORMED = _code("capsule_malformed", MalformedInput, record_advice=_RESTORE_RECORD)
+NON_CANONICAL = _code("non_canonical", MalformedInput, record_advice=_RESTORE_RECORD)
+CAPSULE_CORRUPT = _code(
+    "capsule_corrupt",
+    MalformedInput,
+    record_advice="restore the record, or rebuild it at its commit",
+)
+UNSUPPORTED_SCHEMA = _code("unsupported_schema", MalformedInput)
+RESULT_UNREADABLE = _code("result_unreadable", UsageError)
+RESULT_TOO_LARGE = _code("result_too_large", MalformedInput)
+RESULT_MALFORMED = _code("result_malformed", MalformedInput)
+RESULT_INVALID = _code("result_invalid", MalformedInput)
+
+# A source or selector failed closed (exit 3).
+SOURCE_MISSING = _code(
+    "source_missing",
+    SourceError,
+    advice=f"restore the file, or {_FIX_LOCATOR}",
+    record_advice="stage the record, or leave it out",
+)
+SOURCE_UNTRACKED = _code("source_untracked", SourceError)
+SOURCE_DIRTY = _code("source_dirty", SourceError)
+SOURCE_SYMLINK = _code("source_symlink", SourceError, advice="point the locator at a regular file")
+SOURCE_SUBMODULE = _code(
+    "source_submodule", SourceError, advice="point the locator at a file of this repository"
+)
+SOURCE_NOT_FILE = _code(
+    "source_not_file", SourceError, advice="point the locator at a regular file"
+)
+SOURCE_NOT_UTF8 = _code(
+    "source_not_utf8", SourceError, advice="store the source as UTF-8, or stop reading it"
+)
+UNSAFE_PATH = _code(
+    "unsafe_path", SourceError, advice="write the locator as a plain repository-relative path"
+)
+INVALID_LOCATOR = _code(
+    "invalid_locator", SourceError, advice="write the locator as path or path#heading-slug"
+)
+HEADING_MISSING = _code(
+    "heading_missing", SourceError, advice=f"restore the heading, or {_FIX_LOCATOR}"
+)
+HEADING_AMBIGUOUS = _code("heading_ambiguous", SourceError)
+TOO_MANY_READS = _code("too_many_reads", SourceError)
+OBJECT_MISSING = _code("object_missing", SourceError)
+COMMIT_MISSING = _code(
+    "commit_missing",
+    SourceError,
+    record_advice="commit records only where their commit is in the history (fetch it, "
+    "or rebuild the record at a commit of this branch)",
+)
+COMMIT_UNREACHABLE = _code(
+    "commit_unreachable",
+    SourceError,
+    record_advice="rebuild the record at a commit of this branch (HEAD or an ancestor), or "
+    "leave it out: a fresh clone would not have its commit",
+)
+
+# Over budget (exit 4).
+OVER_BUDGET = _code(
+    "over_budget",
+    BudgetError,
+    advice="narrow the largest reads to heading sections, or split the packet",
+)
+
+# Capsule records read from history or the index.
+RECORD_NOT_FILE = _code(
+    "record_not_file",
+    SourceError,
+    record_advice="stage the record itself, as capsule build wrote it",
+)
+RECORD_UNREADABLE = _code("record_unreadable", CapsuleError)
+# Away from the path its own id and commit give: not evidence where it is (exit 1).
+RECORD_MISPLACED = _code("record_misplaced", CapsuleError, exit_code=EXIT_DRIFT)
+RECORD_TOO_LARGE = _code("record_too_large", MalformedInput)
+# Reported, never raised: a record that is not what the builder gives (exit 1).
+REPLAY_DIFFERS = _code(
+    "replay_differs",
+    None,
+    exit_code=EXIT_DRIFT,
+    record_advice="the record is not what the builder gives at its commit: restore it, or "
+    "rebuild it there",
+)
+
+# The continuation runner.
+AGENT_COMMAND_INVALID = _code("agent_command_invalid", UsageError)
+AGENT_NOT_FOUND = _code("agent_not_found", UsageError)
+AGENT_NOT_EXECUTABLE = _code("agent_not_executable", UsageError)
+AGENT_USER_UNAVAILABLE = _code("agent_user_unavailable", UsageError)
+PASS_ENV_INVALID = _code("pass_env_invalid", UsageError)
+PASS_ENV_RESERVED = _code("pass_env_reserved", UsageError)
+PASS_ENV_UNSET = _code("pass_env_unset", UsageError)
+# SIGTERM (exit 143) or SIGHUP (exit 129) while the agents ran.
+INTERRUPTED = _code("interrupted", CapsuleError, exit_code=143)
+
+# Signed records.
+SSH_KEYGEN_MISSING = _code("ssh_keygen_missing", CapsuleError)
+SSH_KEYGEN_FAILED = _code("ssh_keygen_failed", CapsuleError)
+KEY_UNREADABLE = _code("key_unreadable", CapsuleError)
+SIGN_FAILED = _code("sign_failed", CapsuleError)
+SIGNERS_MALFORMED = _code("signers_malformed", MalformedInput)

@@ -1266,6 +1266,14 @@ def test_pass_env_must_be_set(cli, capsule: Path, stub, monkeypatch: pytest.Monk
     assert document["error"]["code"] == "pass_env_unset"
 
 
+@pytest.mark.parametrize("name", ["A-B", "1ST", "A=B", ""])
+def test_pass_env_must_be_a_variable_name(cli, capsule: Path, stub, name: str) -> None:
+    # Regression: pass_env_invalid was raised but neither documented nor tested.
+    code, document = run(cli, capsule, "--agent", stub(), "--pass-env", name)
+    assert code == 2
+    assert document["error"]["code"] == "pass_env_invalid"
+
+
 def test_pass_env_cannot_override_home(cli, capsule: Path, stub) -> None:
     code, document = run(cli, capsule, "--agent", stub(), "--pass-env", "HOME")
     assert code == 2

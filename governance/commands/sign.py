@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from governance.commands._args import add_json_flag
-from governance.errors import CapsuleError
+from governance.errors import CapsuleError, MalformedInput, SourceError
 
 HELP = "sign capsule records with an SSH key (writes RECORD.sig beside each)"
 
@@ -64,12 +64,12 @@ def _read_record(path: str) -> bytes:
             f"{path}: cannot read: {exc.strerror}", code="record_unreadable"
         ) from None
     if not stat.S_ISREG(st.st_mode):
-        raise CapsuleError(
+        raise SourceError(
             f"{path}: not a regular file (a symbolic link or a folder); sign the record itself",
             code="record_not_file",
         )
     if st.st_size > MAX_RECORD_BYTES:
-        raise CapsuleError(
+        raise MalformedInput(
             f"{path}: {st.st_size:,} bytes; records over {MAX_RECORD_BYTES >> 20} MiB are refused",
             code="record_too_large",
         )

@@ -21,7 +21,7 @@ from governance.core.locator import Selector, check_path, parse_locator
 from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
 from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target, parse_policy
 from governance.core.snapshot import Snapshot, Source
-from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
+from governance.errors import SOURCE_MISSING, CapsuleError, MalformedInput, SourceError, UsageError
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def _read_whole(
     try:
         source = snapshot.source(path)
     except SourceError as exc:
-        if hint and exc.code == "source_missing":
+        if hint and exc.code == SOURCE_MISSING:
             exc.message = f"{exc.message}; {hint}"
             exc.args = (exc.message,)
         raise

@@ -17,24 +17,18 @@ import pygit2
 
 from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot
-from governance.errors import EXIT_OK, CapsuleError
+from governance.errors import (
+    EXIT_OK,
+    OVER_BUDGET,
+    SOURCE_MISSING,
+    SOURCE_NOT_FILE,
+    SOURCE_NOT_UTF8,
+    SOURCE_SUBMODULE,
+    SOURCE_SYMLINK,
+    CapsuleError,
+    advice,
+)
 from governance.output import plural
-
-# What to do about a packet's failure, for codes whose message does not say it
-# already (heading_ambiguous, too_many_reads, source_dirty... do).
-ADVICE = {
-    "heading_missing": "restore the heading, or update the locator in the packet",
-    "source_missing": "restore the file, or update the locator in the packet",
-    "source_symlink": "point the locator at a regular file",
-    "source_submodule": "point the locator at a file of this repository",
-    "source_not_file": "point the locator at a regular file",
-    "source_not_utf8": "store the source as UTF-8, or stop reading it",
-    "unsafe_path": "write the locator as a plain repository-relative path",
-    "invalid_locator": "write the locator as path or path#heading-slug",
-    "packet_malformed": "fix the packet",
-    "policy_malformed": "fix the policy",
-    "over_budget": "narrow the largest reads to heading sections, or split the packet",
-}
 
 # When the file at fault is not a required read but a file the build itself
 # needs, "update the locator" is no advice: say what fits that file.
@@ -53,14 +47,14 @@ def _advice(code: str, locator: str, packet: str) -> str:
         posixpath.join(posixpath.dirname(packet), CONTEXT_FILE): "context",
     }.get(locator)
     if own is None:
-        return ADVICE.get(code, "")
-    if code == "source_missing":
+        return advice(code)
+    if code == SOURCE_MISSING:
         return _MISSING[own]
-    if code in ("source_symlink", "source_not_file", "source_submodule"):
+    if code in (SOURCE_SYMLINK, SOURCE_NOT_FILE, SOURCE_SUBMODULE):
         return f"store {_NAMED[own]} as a regular file of this repository"
-    if code == "source_not_utf8":
+    if code == SOURCE_NOT_UTF8:
         return f"store {_NAMED[own]} as UTF-8"
-    return ADVICE.get(code, "")
+    return advice(code)
 
 
 # A YAML error's position, as PyYAML words it on a line of its own.
@@ -125,7 +119,7 @@ class Failure:
             if text.startswith(f"{prefix}: "):
                 text = text[len(prefix) + 2 :]
                 break
-        if self.code == "over_budget":
+        if self.code == OVER_BUDGET:
             text += _largest_parts(self.details.get("parts", []))
         if self.packets > 1:
             text += f" (fails {plural(self.packets, 'packet')})"

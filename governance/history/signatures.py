@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from governance.errors import CapsuleError, MalformedInput, SourceError
+from governance.errors import SOURCE_MISSING, CapsuleError, MalformedInput, SourceError
 from governance.history.signers import (
     AllowedSigner,
     NotASignature,
@@ -118,7 +118,7 @@ def _read_optional(snapshot: Any, path: str) -> bytes:
     try:
         source = snapshot.source(path)
     except SourceError as exc:
-        if exc.code == "source_missing":
+        if exc.code == SOURCE_MISSING:
             return b""
         raise MalformedInput(f"{path}: {exc.message}", code="signers_malformed") from None
     if snapshot.size(source) > MAX_SIGNERS_BYTES:
