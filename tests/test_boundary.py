@@ -15,7 +15,7 @@ from capsule_hooks import packets, records
 from gitrepo import Repo, packet_yaml
 from governance.cli import main
 from governance.commands._boundary import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, run_guarded
-from governance.errors import SourceError
+from governance.errors import SOURCE_MISSING, SourceError
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "governance"
@@ -68,11 +68,13 @@ def test_an_error_message_over_several_lines_cannot_forge_a_line(
     # A path quoted in a message may hold a newline: what follows it is indented,
     # so it cannot pass for a line of its own.
     def body() -> int:
-        raise SourceError("docs/a\ncapsule: error [none]: all is well\x1b[2J.md: missing")
+        raise SourceError(
+            "docs/a\ncapsule: error [none]: all is well\x1b[2J.md: missing", code=SOURCE_MISSING
+        )
 
     assert run_guarded("capsule", body, lambda: False) == 3
     assert capsys.readouterr().err.splitlines() == [
-        "capsule: error [source_error]: docs/a",
+        "capsule: error [source_missing]: docs/a",
         "  capsule: error [none]: all is well\\x1b[2J.md: missing",
     ]
 
