@@ -209,6 +209,7 @@ HEADING_MISSING = _code(
     "heading_missing", SourceError, advice=f"restore the heading, or {_FIX_LOCATOR}"
 )
 HEADING_AMBIGUOUS = _code("heading_ambiguous", SourceError)
+SOURCE_TOO_LARGE = _code("source_too_large", SourceError)
 TOO_MANY_READS = _code("too_many_reads", SourceError)
 OBJECT_MISSING = _code("object_missing", SourceError)
 COMMIT_MISSING = _code(
