@@ -8,7 +8,6 @@ import contextlib
 import os
 import re
 import sys
-import tempfile
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +20,10 @@ def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
     """Write ``data`` to ``path`` through a temp file in the same folder and a
     rename: readers see the old file or the new one, never a partial one.
     ``mode`` is filtered by the umask, as ``open`` would."""
+    # Imported here: every command loads this module, few write a file (tempfile
+    # pulls in random and shutil, about 3 ms).
+    import tempfile
+
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".capsule-", suffix=".tmp", dir=folder)
