@@ -5,23 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import POLICY, ROADMAP, Repo, Result, packet_yaml
 from governance.cli import main
+from support.gitrepo import POLICY, ROADMAP, Repo, Result, isolated, packet_yaml
 
 
 @pytest.fixture(autouse=True)
 def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # No user or system git config, no user HOME: every test sees the same git.
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
-    for name, value in {
-        "GIT_AUTHOR_NAME": "Test Author",
-        "GIT_AUTHOR_EMAIL": "author@example.invalid",
-        "GIT_COMMITTER_NAME": "Test Committer",
-        "GIT_COMMITTER_EMAIL": "committer@example.invalid",
-    }.items():
+    for name, value in isolated(tmp_path_factory.mktemp("home")).items():
         monkeypatch.setenv(name, value)
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import ROADMAP, Repo
 from governance.commands.audit import Progress
 from governance.history import pool
 from governance.history.record_rules import MAX_RECORD_BYTES
-from history import (
+from support.gitrepo import ROADMAP, Repo
+from support.history import (
     P2,
     History,
     audit,

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from capsule_hooks import packets, records
-from gitrepo import Repo, packet_yaml
 from governance.cli import main
 from governance.commands._boundary import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, run_guarded
 from governance.errors import SOURCE_MISSING, SourceError
+from support.gitrepo import Repo, packet_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "governance"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import Repo, packet_yaml
 from governance.core.hashing import git_blob_id, sha256_hex
+from support.gitrepo import Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 

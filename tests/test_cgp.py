@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from cgp_session import DATA, Provider, assert_valid
 
-from gitrepo import Repo, packet_yaml
+from support.gitrepo import Repo, packet_yaml
 
 ANCHOR = "capsule://packets/P-1"
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from gitrepo import Repo, packet_yaml
 from governance.core.builder import build_capsule, check_packet
 from governance.core.snapshot import Snapshot, open_repository
 from governance.errors import CapsuleError
+from support.gitrepo import Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 P2 = "packets/P-2/packet.yml"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import Repo
 from governance.cli import build_parser, main
+from support.gitrepo import Repo
 
 EXIT_LINES = ["0  success", "1  a verification", "2  bad usage", "3  a source", "4  over budget"]
 

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import Repo
 from governance.continuation import (
     delivery,
     limits,
@@ -45,6 +44,7 @@ from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.schema import validate
 from governance.errors import MalformedInput
+from support.gitrepo import Repo
 
 PACKET = "packets/P-1/packet.yml"
 AS_ROOT = os.geteuid() == 0

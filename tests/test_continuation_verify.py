@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from gitrepo import Repo
 from governance.continuation import prompt
 from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.schema import load_schema, validate
 from governance.errors import MalformedInput
+from support.gitrepo import Repo
 
 PACKET = "packets/P-1/packet.yml"
 

@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capsule_hooks import packets, records
-from gitrepo import Repo, Result, packet_yaml
 from governance.core import canonical
 from governance.core.budget import fixpoint
 from governance.core.packet import parse_packet
 from governance.errors import CapsuleError
 from governance.guards.check import ReverseIndex, required_reads
 from governance.guards.staged import index_tree, open_index
+from support.gitrepo import Repo, Result, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 HEADING_LINE = (

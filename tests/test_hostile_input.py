@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import Repo, packet_yaml
+from support.gitrepo import Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 

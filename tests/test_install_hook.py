@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import Repo, packet_yaml
 from governance.guards.githook import HOOKS, MARKER, hook_script
+from support.gitrepo import Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 

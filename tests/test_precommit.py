@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitrepo import Repo, packet_yaml
+from support.gitrepo import Repo, packet_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKET = "packets/P-1/packet.yml"

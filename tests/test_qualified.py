@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitrepo import Repo, packet_yaml
 from governance.core.headings import Heading, line_count, parse_headings
 from governance.core.tree import Tree
+from support.gitrepo import Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 ROOT = Path(__file__).resolve().parent.parent

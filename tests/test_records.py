@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from gitrepo import Repo
 from governance.core.hashing import sha256_hex
-from history import P1, forge_target, record
+from support.gitrepo import Repo
+from support.history import P1, forge_target, record
 
 
 def test_record_is_written_under_the_packet_by_commit(cli, repo: Repo) -> None:

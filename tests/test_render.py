@@ -18,10 +18,10 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import unescapeAll
 from markdown_it.token import Token
 
-from gitrepo import POLICY, Repo, Result, packet_yaml
 from governance.agents.render import code, escape_info, fence_for, render_markdown
 from governance.core.reader import read_capsule
 from governance.output import printable
+from support.gitrepo import POLICY, Repo, Result, packet_yaml
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import POLICY, Repo, packet_yaml
 from governance.core.hashing import sha256_hex
 from governance.core.reader import READERS, read_capsule
 from governance.core.snapshot import open_repository
 from governance.errors import MalformedInput, SourceError
 from governance.history.replay import replay_capsule
-from history import (
+from support.gitrepo import POLICY, Repo, packet_yaml
+from support.history import (
     P1,
     P2,
     forge,

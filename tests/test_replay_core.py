@@ -3,12 +3,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gitrepo import Repo
 from governance.core import canonical
 from governance.core.budget import fixpoint
 from governance.core.reader import read_capsule
 from governance.core.snapshot import open_repository
 from governance.history.replay import diff_paths, replay_capsule
+from support.gitrepo import Repo
 
 
 def build_at_head(cli, repo: Repo, tmp_path: Path) -> Path:

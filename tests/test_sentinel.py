@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gitrepo import POLICY, ROADMAP, Repo, packet_yaml
-from history import record
+from support.gitrepo import POLICY, ROADMAP, Repo, packet_yaml
+from support.history import record
 
 PYTHON_TRAPS = ("conftest.py", "sitecustomize.py", "usercustomize.py", "setup.py")
 HOOKS = ("post-checkout", "post-merge", "pre-commit", "post-commit", "reference-transaction")

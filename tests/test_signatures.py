@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from signing import Key, make_key, raw_sign
 
-from gitrepo import Repo, packet_yaml
 from governance.core.snapshot import Snapshot, open_repository
 from governance.errors import CapsuleError, MalformedInput
 from governance.history.signatures import (
@@ -30,7 +29,8 @@ from governance.history.signatures import (
     signers_from,
 )
 from governance.history.signers import parse_allowed_signers, parse_signature
-from history import P2, record
+from support.gitrepo import Repo, packet_yaml
+from support.history import P2, record
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from capsule_hooks import packets, records
-from gitrepo import Repo, Result, packet_yaml
 from governance.core.hashing import sha256_hex
+from support.gitrepo import Repo, Result, packet_yaml
 
 # Clear the screen, go red, ring the bell, return to column 0, reverse the line.
 HOSTILE = "\x1b[2J\x1b[31mRED\a\r\u202e"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import ROADMAP, Repo, packet_yaml
 from governance.core import canonical
+from support.gitrepo import ROADMAP, Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gitrepo import POLICY, Repo, packet_yaml
 from governance.core.hashing import git_blob_id, sha256_hex
-from history import forge
+from support.gitrepo import POLICY, Repo, packet_yaml
+from support.history import forge
 
 PACKET = "packets/P-1/packet.yml"
 POLICY_PATH = "policies/capsule.yml"

@@ -1,0 +1,148 @@
+"""Real git repositories in temp folders, with reproducible commit ids: the
+policy text, the packet helper and the git environment, once for the tests
+and the benchmarks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+POLICY = """\
+target_tokens: 12000
+hard_limit_tokens: 16000
+reserve_tokens: 1500
+max_required_reads: 8
+estimator: utf8_bytes_div_3_ceil
+"""
+
+ROADMAP = """\
+# Roadmap
+
+Intro text.
+
+## Phase 1
+
+First phase.
+
+## Phase 2
+
+Second phase, with é and 日本.
+
+### Details
+
+Nested details stay in phase 2.
+
+## Phase 3
+
+Last.
+"""
+
+
+# Who commits: pinned, so commit ids are the same on every machine.
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Committer",
+    "GIT_COMMITTER_EMAIL": "committer@example.invalid",
+}
+
+
+def isolated(home: Path | str) -> dict[str, str]:
+    """The variables that make every git alike: no system or user configuration
+    (``home`` is HOME, its ``gitconfig`` the global one) and a pinned identity."""
+    return {
+        "HOME": str(home),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": str(Path(home) / "gitconfig"),
+        **IDENTITY,
+    }
+
+
+def dates(tick: int) -> dict[str, str]:
+    """Author and committer dates for the ``tick``-th git call of a repository."""
+    when = f"2026-01-01T00:00:{tick % 60:02d}Z"
+    return {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+
+
+def clean_environ() -> dict[str, str]:
+    """This process's environment without any GIT_* variable (a hook's GIT_DIR
+    or GIT_INDEX_FILE must not reach another repository's git)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+
+def git_env(home: Path | str) -> dict[str, str]:
+    """A whole environment for git outside pytest (the benchmarks): clean and
+    isolated. Inside the tests, conftest.py sets ``isolated`` for every test."""
+    return {**clean_environ(), **isolated(home)}
+
+
+def packet_yaml(
+    packet_id: str,
+    reads: Sequence[str],
+    *,
+    title: str | None = None,
+    objective: str = "Carry the work forward.",
+    **extra: str,
+) -> str:
+    lines = [
+        f"id: {packet_id}",
+        f"title: {title or f'Work item {packet_id}'}",
+        f"objective: {objective}",
+        "scope: docs",
+        "dependencies: []",
+        "contracts: []",
+    ]
+    lines += [f"{key}: {value}" for key, value in extra.items()]
+    lines.append("required_reads:" + ("" if reads else " []"))
+    # JSON strings are valid YAML double-quoted scalars, escapes included.
+    lines += [f"  - {json.dumps(read)}" for read in reads]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+class Repo:
+    """A real git repository in a temp folder, with reproducible commit ids."""
+
+    def __init__(self, path: Path, env: Mapping[str, str] | None = None) -> None:
+        """``env``: the environment git runs in (default: this process's, which
+        conftest.py isolates for every test)."""
+        self.path = path
+        self.env = env
+        self._tick = 0
+        path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+
+    def git(self, *args: str, check: bool = True) -> str:
+        self._tick += 1
+        env = {**(os.environ if self.env is None else self.env), **dates(self._tick)}
+        done = subprocess.run(
+            ["git", *args], cwd=self.path, env=env, check=check, capture_output=True, text=True
+        )
+        return done.stdout.strip()
+
+    def write(self, rel: str, content: str | bytes) -> Path:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_bytes(content.encode("utf-8"))
+        return target
+
+    def commit(self, message: str = "change") -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.head()
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD")

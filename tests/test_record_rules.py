@@ -1,0 +1,98 @@
+"""One catalogue of hostile records through every surface that judges a
+record: ``capsule replay`` of the file, ``capsule audit`` of the history and
+the ``capsule-records`` hook. The record rules live in one module, so each
+record must get the same code from all three."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capsule_hooks import records
+from support.gitrepo import Repo
+from support.history import audit, forge_target, record, record_on_a_deleted_branch
+from support.hostile import catalogue
+
+
+def _replay_code(cli, repo: Repo, path: str) -> str | None:
+    result = cli(["replay", path, "--json"], cwd=repo.path)
+    report = json.loads(result.out)
+    if "error" in report:
+        return str(report["error"]["code"])
+    return None if report["identical"] else "replay_differs"
+
+
+def _hook_codes(repo: Repo, paths: list[str], capsys, monkeypatch) -> dict[str, str]:
+    monkeypatch.chdir(repo.path)
+    capsys.readouterr()
+    code = records.main(paths)
+    out = capsys.readouterr().out
+    assert code != 0
+    codes: dict[str, str] = {}
+    for line in out.splitlines():
+        path, _locator, failure, _rest = line.split(": ", 3)
+        codes.setdefault(path, failure)
+    return codes
+
+
+@pytest.fixture
+def hostile(cli, repo: Repo) -> dict[str, tuple[str, str]]:
+    """Every hostile record of the catalogue committed on main: name -> (path,
+    the code every surface must give)."""
+    head = repo.head()
+    path = repo.path / record(cli, repo)
+    genuine = path.read_bytes()
+    path.unlink()
+    written = {}
+    for entry in catalogue(head):
+        written[entry.name] = (entry.write(cli, repo, genuine), entry.code)
+    repo.commit("every kind of hostile record")
+    assert len({path for path, _ in written.values()}) == len(written)
+    return written
+
+
+def test_the_catalogue_names_every_kind_the_issue_lists(hostile) -> None:
+    assert set(hostile) >= {
+        "forged text", "misplaced copy", "unreachable commit", "corrupt", "non-canonical",
+        "oversized", "symlink", "unsupported schema",
+    }  # fmt: skip
+
+
+def test_replay_audit_and_the_hook_give_each_hostile_record_the_same_code(
+    cli, repo: Repo, hostile, capsys, monkeypatch
+) -> None:
+    expected = {path: code for path, code in hostile.values()}
+    replayed = {path: _replay_code(cli, repo, path) for path in expected}
+    audited = {}
+    for jobs in ("1", "2"):  # two jobs: every outcome crosses a process boundary
+        code, report = audit(cli, repo, "--jobs", jobs)
+        assert code == 1
+        rows = {row["path"]: row for row in report["results"]}
+        assert set(rows) == set(expected), jobs
+        audited[jobs] = {path: row["code"] for path, row in rows.items()}
+        assert all(row["result"] != "identical" for row in rows.values())
+    hooked = _hook_codes(repo, sorted(expected), capsys, monkeypatch)
+    assert replayed == expected
+    assert audited["1"] == audited["2"] == expected
+    assert hooked == expected
+
+
+def test_a_record_that_fails_two_rules_gets_the_first(cli, repo: Repo, capsys, monkeypatch) -> None:
+    # Misplaced and forged at once: placement (rule 3) comes before replay (6),
+    # and before the commit's reachability (5), on every surface.
+    path, _side = record_on_a_deleted_branch(cli, repo)
+    data = (repo.path / path).read_bytes()
+    both = "packets/P-1/capsules/both.json"
+    repo.write(both, forge_target(data))
+    # Unreachable and forged: reachability (5) comes before replay (6).
+    repo.write(path, forge_target(data))
+    repo.commit("two records failing two rules each")
+    expected = {both: "record_misplaced", path: "commit_unreachable"}
+    assert {p: _replay_code(cli, repo, p) for p in expected} == expected
+    _, report = audit(cli, repo)
+    latest = {
+        row["path"]: row["code"] for row in report["results"] if row["introduced"] == repo.head()
+    }
+    assert latest == expected
+    assert _hook_codes(repo, sorted(expected), capsys, monkeypatch) == expected
