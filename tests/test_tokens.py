@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import Repo, Result
 from governance.agents import tokens
+from support.gitrepo import Repo, Result
 
 ROOT = Path(__file__).resolve().parent.parent
 
