@@ -9,11 +9,11 @@ from typing import Any
 
 import pygit2
 
-from gitrepo import POLICY, Repo, packet_yaml
 from governance.core.builder import build_capsule, check_packet
 from governance.core.policy import CAPSULE_V1_KEYS, DEFAULT_MAX_HEADING_SOURCE_BYTES
 from governance.core.snapshot import Snapshot
-from history import record
+from support.gitrepo import POLICY, Repo, packet_yaml
+from support.history import record
 
 PACKET = "packets/P-1/packet.yml"
 

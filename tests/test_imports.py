@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import Repo
+from support.gitrepo import Repo
 
 # Run in a fresh interpreter: what a process imports, not what this one has.
 PROBE = r"""

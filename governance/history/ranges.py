@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pygit2
 
 from governance.core.snapshot import resolve_commit
-from governance.errors import UsageError
+from governance.errors import INVALID_RANGE, UsageError
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ def parse_range(repo: pygit2.Repository, spec: str | None) -> Range:
             raise UsageError(
                 f"{spec!r}: a range is A..B with both ends given (HEAD, a full commit id or "
                 "a unique hex prefix); A...B is refused",
-                code="invalid_range",
+                code=INVALID_RANGE,
                 range=spec,
             )
         return Range(spec, str(resolve_commit(repo, tip).id), str(resolve_commit(repo, base).id))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pygit2
 
 from governance.core.snapshot import Snapshot
-from governance.errors import EXIT_DRIFT, CapsuleError
+from governance.errors import EXIT_DRIFT, REPLAY_DIFFERS, CapsuleError, record_advice
 from governance.guards.check import Failure, one_line
 from governance.history.record_rules import (
     DRIFT,
@@ -28,22 +28,8 @@ from governance.output import listed
 
 __all__ = ["check_record", "is_record_path"]
 
-# What to do about a record's failure. A record is evidence: it is never
-# repaired by hand, only restored or rebuilt at its commit.
-ADVICE = {
-    "source_missing": "stage the record, or leave it out",
-    "record_not_file": "stage the record itself, as capsule build wrote it",
-    "record_too_large": "stage the record itself, as capsule build wrote it",
-    "capsule_malformed": "restore the record as capsule build wrote it",
-    "non_canonical": "restore the record as capsule build wrote it",
-    "capsule_corrupt": "restore the record, or rebuild it at its commit",
-    "commit_missing": "commit records only where their commit is in the history (fetch it, "
-    "or rebuild the record at a commit of this branch)",
-    "commit_unreachable": "rebuild the record at a commit of this branch (HEAD or an "
-    "ancestor), or leave it out: a fresh clone would not have its commit",
-    "replay_differs": "the record is not what the builder gives at its commit: restore it, or "
-    "rebuild it there",
-}
+# A record is evidence: it is never repaired by hand, only restored or
+# rebuilt at its commit (the registry's record advice says which).
 # Any other code comes from the builder at the declared commit.
 NOT_BUILDABLE = "no build at that commit gives this record: remove it, or rebuild it there"
 
@@ -57,7 +43,7 @@ def _failure(path: str, error: CapsuleError) -> Failure:
         error.code,
         error.message,
         error.exit_code,
-        ADVICE.get(error.code, ""),
+        record_advice(error.code),
         details,
     )
 
@@ -92,10 +78,10 @@ def _drift_failure(path: str, declared: str, verdict: Verdict) -> Failure:
     return Failure(
         path,
         named[0],
-        "replay_differs",
+        REPLAY_DIFFERS,
         f"rebuilding at {declared[:12]} gives other bytes (at {listed(fields)})",
         EXIT_DRIFT,
-        ADVICE["replay_differs"],
+        record_advice(REPLAY_DIFFERS),
         {"differences": [d.to_json() for d in differences]},
     )
 

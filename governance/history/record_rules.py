@@ -42,7 +42,22 @@ from governance.core.capsule import SCHEMA_V1
 from governance.core.hashing import sha256_hex
 from governance.core.reader import read_parsed
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK, Snapshot, Source
-from governance.errors import EXIT_DRIFT, CapsuleError, MalformedInput, SourceError, coded
+from governance.errors import (
+    CAPSULE_UNREADABLE,
+    COMMIT_UNREACHABLE,
+    EXIT_DRIFT,
+    RECORD_MISPLACED,
+    RECORD_NOT_FILE,
+    RECORD_TOO_LARGE,
+    REPLAY_DIFFERS,
+    SOURCE_NOT_FILE,
+    SOURCE_SUBMODULE,
+    SOURCE_SYMLINK,
+    CapsuleError,
+    MalformedInput,
+    SourceError,
+    coded,
+)
 from governance.history.records import expected_path
 from governance.history.replay import Difference, declared_commit, replay_capsule
 
@@ -80,19 +95,19 @@ class Rule(IntEnum):
 class RecordMisplaced(CapsuleError):
     """A record away from the path its id and commit give (exit 1, like drift)."""
 
-    default_code = "record_misplaced"
+    default_code = RECORD_MISPLACED
     exit_code = EXIT_DRIFT
 
 
 _NOT_A_FILE = {
-    "source_symlink": "is a symbolic link",
-    "source_submodule": "is a submodule",
-    "source_not_file": "is not a regular file",
+    SOURCE_SYMLINK: "is a symbolic link",
+    SOURCE_SUBMODULE: "is a submodule",
+    SOURCE_NOT_FILE: "is not a regular file",
 }
 
 
 def _not_a_file(path: str, what: str) -> SourceError:
-    return SourceError(f"{path} {what}, not a record file", code="record_not_file")
+    return SourceError(f"{path} {what}, not a record file", code=RECORD_NOT_FILE)
 
 
 def _too_large(size: int) -> MalformedInput:
@@ -100,7 +115,7 @@ def _too_large(size: int) -> MalformedInput:
         f"the record is {size:,} bytes; records over {MAX_RECORD_BYTES >> 20} MiB are refused "
         "unread (that is over 5.5 million estimated tokens: no capsule given to an agent is "
         "that large)",
-        code="record_too_large",
+        code=RECORD_TOO_LARGE,
         bytes=size,
     )
 
@@ -151,7 +166,7 @@ def read_record_file(path: str) -> bytes:
             data = handle.read(MAX_RECORD_BYTES + 1)
     except OSError as exc:
         raise MalformedInput(
-            f"{path}: cannot read capsule: {exc.strerror}", code="capsule_unreadable"
+            f"{path}: cannot read capsule: {exc.strerror}", code=CAPSULE_UNREADABLE
         ) from None
     if len(data) > MAX_RECORD_BYTES:
         raise _too_large(len(data))
@@ -233,7 +248,7 @@ def unreachable(repo: pygit2.Repository, declared: str, tips: Tips) -> SourceErr
     return SourceError(
         f"declared commit {declared[:12]} is not in the history of {tips.where}: amended, "
         "rebased away, or from another branch",
-        code="commit_unreachable",
+        code=COMMIT_UNREACHABLE,
         commit=declared,
     )
 
@@ -361,7 +376,7 @@ class Verdict:
     def code(self) -> str | None:
         if self.error is not None:
             return self.error.code
-        return "replay_differs" if self.failed is not None else None
+        return REPLAY_DIFFERS if self.failed is not None else None
 
 
 def judge(

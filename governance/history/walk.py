@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pygit2
 
 from governance.core.snapshot import MODE_TREE
-from governance.errors import SourceError
+from governance.errors import OBJECT_MISSING, SourceError
 from governance.history.globs import PathGlobs, State
 from governance.history.ranges import Range
 
@@ -147,7 +147,7 @@ def _walk_failed(repo: pygit2.Repository, commit: pygit2.Commit, exc: pygit2.Git
         f"commit {str(commit.id)[:12]}: {exc}: this is a partial clone"
         f"{f' (--filter={how})' if how else ''}, whose missing objects pygit2 cannot "
         "fetch, and the audit walks every tree of the range: clone without --filter",
-        code="object_missing",
+        code=OBJECT_MISSING,
         commit=str(commit.id),
     )
 
