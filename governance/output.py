@@ -19,11 +19,28 @@ from governance.errors import UsageError
 def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
     """Write ``data`` to ``path`` through a temp file in the same folder and a
     rename: readers see the old file or the new one, never a partial one.
-    ``mode`` is filtered by the umask, as ``open`` would."""
+    ``mode`` is filtered by the umask, as ``open`` would. An existing path that
+    is not a regular file (a device, a FIFO) is opened and written instead."""
     # Imported here: every command loads this module, few write a file (tempfile
     # pulls in random and shutil, about 3 ms).
+    import stat
     import tempfile
 
+    try:
+        existing = os.stat(path)
+    except OSError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        # A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written to, never
+        # renamed over: run as root, a rename would replace /dev/null itself.
+        try:
+            with open(path, "wb") as handle:
+                handle.write(data)
+        except OSError as exc:
+            raise UsageError(
+                f"{path}: cannot write: {exc.strerror}", code="output_failed"
+            ) from None
+        return
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".capsule-", suffix=".tmp", dir=folder)

@@ -117,8 +117,11 @@ def test_build_reports_the_exact_count_beside_the_estimate(
     assert b"o200k" not in data
 
 
-def test_build_without_the_flag_reports_no_count(repo: Repo, cli: Callable[..., Result]) -> None:
-    result = cli(["build", "packets/P-1/packet.yml", "-o", "/dev/null", "--json"], cwd=repo.path)
+def test_build_without_the_flag_reports_no_count(
+    repo: Repo, cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    out = str(tmp_path / "p1.json")
+    result = cli(["build", "packets/P-1/packet.yml", "-o", out, "--json"], cwd=repo.path)
     assert result.code == 0
     assert json.loads(result.out)["exact_tokens"] is None
     assert "exact" not in result.err
