@@ -239,6 +239,17 @@ def test_fail_symlinked_folder(cli, repo: Repo) -> None:
     fail(cli, repo, "source_symlink")
 
 
+def test_fail_symlink_below_a_folder_already_walked(cli, repo: Repo) -> None:
+    # The snapshot keeps each folder it has walked; a link under that folder,
+    # reached by a later read, still fails closed.
+    (repo.path / "docs/sub").mkdir()
+    (repo.path / "docs/sub/real.md").write_text("# Real\n")
+    os.symlink("sub", repo.path / "docs/linked")
+    set_reads(repo, ["docs/roadmap.md", "docs/sub/real.md", "docs/linked/real.md"])
+    error = fail(cli, repo, "source_symlink")
+    assert "docs/linked" in error["message"]
+
+
 def test_fail_submodule(cli, repo: Repo, tmp_path: Path) -> None:
     inner = Repo(tmp_path / "inner")
     inner.write("README.md", "# inner\n")

@@ -14,17 +14,46 @@ from typing import Any
 from governance.errors import MalformedInput
 
 
-def _reject_floats(value: Any, where: str = "$") -> None:
+def _where_float(value: Any, where: str = "$") -> str | None:
+    # The path of the first float or non-string key, for the message alone.
     if isinstance(value, float):
-        raise ValueError(f"floats are not allowed in canonical JSON (at {where})")
+        return f"floats are not allowed in canonical JSON (at {where})"
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ValueError(f"object keys must be strings (at {where})")
-            _reject_floats(item, f"{where}.{key}")
+                return f"object keys must be strings (at {where})"
+            found = _where_float(item, f"{where}.{key}")
+            if found:
+                return found
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            _reject_floats(item, f"{where}[{index}]")
+            found = _where_float(item, f"{where}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def _reject_floats(value: Any) -> None:
+    # One iterative pass with no path bookkeeping (a capsule has thousands of
+    # values and is dumped three times a build); the path is found only to
+    # word a refusal.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int:
+            continue
+        if isinstance(item, float):
+            break
+        if isinstance(item, dict):
+            if not all(isinstance(key, str) for key in item):
+                break
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    else:
+        return
+    raise ValueError(_where_float(value) or "floats are not allowed in canonical JSON")
 
 
 def dumps(value: Any) -> bytes:

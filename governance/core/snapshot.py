@@ -109,6 +109,7 @@ class Snapshot:
     _sizes: dict[str, int] = field(default_factory=dict, repr=False)
     _clean: set[tuple[str, str, int]] = field(default_factory=set, repr=False)
     _index: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
+    _trees: dict[str, pygit2.Tree] = field(default_factory=dict, repr=False)
 
     def _cache(self) -> BlobCache:
         if self.cache is None:
@@ -133,9 +134,16 @@ class Snapshot:
         """Resolve ``path`` to a regular tracked blob, or fail closed."""
         shown = locator if locator is not None else path
         check_path(path, locator=shown)
-        tree = self.tree
         parts = path.split("/")
-        for depth, name in enumerate(parts):
+        # The deepest folder already walked: a folder's tree object is parsed once
+        # per snapshot, not once per source under it (packets/ of a thousand
+        # packets is a thousand-entry tree).
+        start = len(parts) - 1
+        while start and "/".join(parts[:start]) not in self._trees:
+            start -= 1
+        tree = self._trees["/".join(parts[:start])] if start else self.tree
+        for depth in range(start, len(parts)):
+            name = parts[depth]
             walked = "/".join(parts[: depth + 1])
             try:
                 # Interned: pygit2 (1.21) keeps a reference to every key it is given,
@@ -163,7 +171,7 @@ class Snapshot:
                 if mode != MODE_TREE:
                     raise self._absent(path, shown)
                 assert isinstance(entry, pygit2.Tree)
-                tree = entry
+                tree = self._trees[walked] = entry
             elif mode not in (MODE_FILE, MODE_EXEC):
                 raise SourceError(
                     f"{shown}: {path} is not a regular file {self.where}",
