@@ -158,8 +158,10 @@ def test_failure_lines_name_path_locator_code_and_what_to_do(cli, repo: Repo) ->
     assert result.code == 3
     assert result.out.splitlines() == [
         "packets/P-1/packet.yml: docs/roadmap.md#phase-9: heading_missing: no heading with "
-        "slug 'phase-9' in docs/roadmap.md; restore the heading, or update the locator in "
-        "the packet",
+        "slug 'phase-9' in docs/roadmap.md; nearest: docs/roadmap.md#phase-1 (line 5), "
+        "docs/roadmap.md#phase-2 (line 9), docs/roadmap.md#phase-3 (line 17); `capsule outline "
+        "docs/roadmap.md` lists every heading and its selector; restore the heading, or update "
+        "the locator in the packet",
         "packets/P-1/packet.yml: docs/absent.md: source_missing: docs/absent.md does not "
         f"exist at commit {repo.head()[:12]}; restore the file, or update the locator in "
         "the packet",

@@ -26,7 +26,10 @@ from support.gitrepo import Repo, Result, packet_yaml
 PACKET = "packets/P-1/packet.yml"
 HEADING_LINE = (
     "packets/P-1/packet.yml: docs/roadmap.md#phase-2: heading_missing: no heading with slug "
-    "'phase-2' in docs/roadmap.md; restore the heading, or update the locator in the packet"
+    "'phase-2' in docs/roadmap.md; nearest: docs/roadmap.md#phase-1 (line 5), "
+    "docs/roadmap.md#phase-3 (line 17), docs/roadmap.md#phase-two (line 9); `capsule outline "
+    "docs/roadmap.md` lists every heading and its selector; restore the heading, or update the "
+    "locator in the packet"
 )
 DELETION_LINE = (
     "packets/P-1/packet.yml: docs/notes.md: source_missing: docs/notes.md does not exist in the "

@@ -172,8 +172,10 @@ def test_git_commit_runs_the_checks(cli, repo: Repo) -> None:
     # git sends a hook's stdout to its stderr.
     assert done.stderr.splitlines()[0:1] == [
         "packets/P-1/packet.yml: docs/roadmap.md#phase-2: heading_missing: no heading with "
-        "slug 'phase-2' in docs/roadmap.md; restore the heading, or update the locator in "
-        "the packet"
+        "slug 'phase-2' in docs/roadmap.md; nearest: docs/roadmap.md#phase-1 (line 5), "
+        "docs/roadmap.md#phase-3 (line 17), docs/roadmap.md#phase-two (line 9); `capsule "
+        "outline docs/roadmap.md` lists every heading and its selector; restore the heading, or "
+        "update the locator in the packet"
     ]
     head = repo.head()
     # `git commit -a` stages into another index: the hook must read that one.

@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         "hard_limit_tokens": built.limits.hard_limit_tokens,
         "reserve_tokens": built.limits.reserve_tokens,
         "output": args.output,
+        "warnings": [w.to_json() for w in built.warnings],
     }
     if args.record:
         from governance.history.records import write_record
@@ -116,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.buffer.write(built.data)
         sys.stdout.flush()
+    for warning in built.warnings:
+        err(f"capsule: warning [reads_overlap]: {packet_path}: {warning.message}")
     err(
         f"capsule: built {built.packet.id} at {built.document['commit'][:12]}: "
         f"{len(built.excerpts)} reads, {len(built.data):,} bytes, "

@@ -44,6 +44,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from governance.core.overlap import Overlap
     from governance.core.paths import repo_relative
     from governance.core.snapshot import Snapshot, open_repository
     from governance.errors import UsageError
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         # Each named once, in the order given.
         packets = list(dict.fromkeys(repo_relative(repo, p) for p in args.packets))
-    results = check_packets(snapshot, packets)
+    warnings: dict[str, list[Overlap]] = {}
+    results = check_packets(snapshot, packets, warnings)
     failures = [f for packet in packets for f in results[packet]]
     code = exit_code(failures)
     reported = once(failures)
@@ -79,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
                         "path": packet,
                         "ok": not results[packet],
                         "failures": [f.to_json() for f in results[packet]],
+                        "warnings": [w.to_json() for w in warnings[packet]],
                     }
                     for packet in packets
                 ],
@@ -88,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
         for failure in reported:
             out(failure.line())
         sys.stdout.flush()
+    # Warnings never change the exit code: stderr, one line each.
+    for packet in packets:
+        for warning in warnings[packet]:
+            err(f"{packet}: {warning.first}: reads_overlap: {warning.message}")
     failing = sum(1 for packet in packets if results[packet])
     if not packets:
         verdict = "no packets to check"
@@ -97,5 +104,8 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         verdict = f"{plural(len(packets), 'packet')} would build"
+    warned = sum(len(w) for w in warnings.values())
+    if warned:
+        verdict += f", {plural(warned, 'warning')}"
     err(f"capsule: checked {at}: {verdict}")
     return code

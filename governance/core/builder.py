@@ -18,6 +18,7 @@ from governance.core.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEM
 from governance.core.excerpt import Excerpt, check_heading_source, decode_source, excerpt_of
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
+from governance.core.overlap import Overlap, overlaps
 from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
 from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target, parse_policy
 from governance.core.snapshot import Snapshot, Source
@@ -55,6 +56,11 @@ class Built:
     @property
     def sha256(self) -> str:
         return sha256_hex(self.data)
+
+    @property
+    def warnings(self) -> list[Overlap]:
+        """Reads that select the same lines twice; the capsule is built anyway."""
+        return overlaps(self.excerpts)
 
 
 def _read_whole(
@@ -125,6 +131,8 @@ class _Failures:
     def __init__(self, *, collect: bool) -> None:
         self.collect = collect
         self._found: list[tuple[int, int, CapsuleError]] = []
+        # Every read selected, for the overlap warnings of a check.
+        self.excerpts: list[Excerpt] = []
 
     def add(self, error: CapsuleError, rank: int = 0) -> None:
         if not self.collect:
@@ -160,12 +168,25 @@ def checked_packet(
     """``check_packet``'s failures, in packet order, and the one ``build``
     would raise: the first met, not always the first listed (the budget's
     lower bound is judged before any selection is read)."""
+    checked = check_report(snapshot, packet_path)
+    return checked.errors, checked.first
+
+
+@dataclass(frozen=True)
+class Checked:
+    errors: list[CapsuleError]  # in packet order
+    first: CapsuleError | None  # the one build would raise
+    warnings: list[Overlap]  # among the reads that could be selected
+
+
+def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
+    """Everything a check of ``packet_path`` says: its failures and warnings."""
     failures = _Failures(collect=True)
     try:
         _build(snapshot, packet_path, failures)
     except CapsuleError as exc:
         failures.add(exc)
-    return failures.errors, failures.first
+    return Checked(failures.errors, failures.first, overlaps(failures.excerpts))
 
 
 def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built | None:
@@ -254,14 +275,20 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     # Checking reports the budget once, from the first bound that breaks it.
     over_budget = False
     lower = budget.estimate_tokens(sum(c.n_bytes for c in floor))
+
+    def advised(exc: CapsuleError) -> CapsuleError:
+        from governance.core.advice import narrowing
+
+        return narrowing(exc, limits, excerpts, snapshot, read_locators=packet.required_reads)
+
+    excerpts: list[Excerpt] = []
     if not limits.fits(lower):
         try:
             budget.check(limits, lower, floor, at_least=True)
         except CapsuleError as exc:
-            failures.add(exc, last)
+            failures.add(advised(exc), last)
             over_budget = True
 
-    excerpts = []
     running = floor[: 1 if context_file is None else 2]
     for rank, selector, source in resolved:
         try:
@@ -280,9 +307,10 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
             try:
                 budget.check(limits, lower, running, at_least=True)
             except CapsuleError as exc:
-                failures.add(exc, last)
+                failures.add(advised(exc), last)
                 over_budget = True
 
+    failures.excerpts = excerpts
     if failures.errors:
         # Only when collecting: the exact size needs every part.
         return None
@@ -319,7 +347,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         try:
             budget.check(limits, tokens, _costs(document, len(data)))
         except CapsuleError as exc:
-            failures.add(exc, last)
+            failures.add(advised(exc), last)
             return None
     return Built(
         data=data,

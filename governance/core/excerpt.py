@@ -188,6 +188,16 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
             where, found = _listed(selector.path, tree, elsewhere)
             message += f"; headings with slug {selector.slug!r}: {where}"
             details["candidates"] = found
+        else:
+            near = tree.nearest(selector.slug)
+            if near:
+                _, found = _listed(selector.path, tree, near)
+                named = [
+                    f"{c['locator'] or 'an unnameable heading'} (line {c['line']})" for c in found
+                ]
+                message += f"; nearest: {', '.join(named)}"
+                details["nearest"] = found
+        message += f"; `capsule outline {selector.path}` lists every heading and its selector"
         return SourceError(message, code="heading_missing", locator=selector.locator, **details)
     # GitHub names the (n+1)-th repeat of a heading `base-n`. A selector that
     # can mean such a repeat depends on position: ambiguous, with every

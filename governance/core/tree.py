@@ -11,15 +11,19 @@ headings too: such a selector depends on position, so it never names one.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from governance.core.headings import Heading, Section
 
 _REPEAT = re.compile(r"(.+)-([1-9][0-9]*)")
+# Slugs are compared on at most this many characters (difflib is quadratic).
+_COMPARED = 200
 
 
 @dataclass(frozen=True)
@@ -166,3 +170,29 @@ class Tree:
                 if self.match(slugs).named == index:
                     return slugs
         return None
+
+    def nearest(self, slug: str, most: int = 3) -> list[int]:
+        """Up to ``most`` headings whose slugs are most like ``slug``: difflib's
+        ratio, compared exactly as a fraction (no float decides), ties by
+        line; a slug under half alike is never offered."""
+        wanted = slug[:_COMPARED]
+        matcher = difflib.SequenceMatcher(autojunk=False)
+        matcher.set_seq2(wanted)
+        letters = Counter(wanted)
+        scored: list[tuple[Fraction, int]] = []
+        for candidate, indices in self.by_slug.items():
+            matcher.set_seq1(candidate[:_COMPARED])
+            total = len(wanted) + len(candidate[:_COMPARED])
+            if not total:
+                continue
+            # Characters in common as multisets bound the ratio from above
+            # (difflib's quick_ratio): skip what cannot qualify.
+            common = sum((letters & Counter(candidate[:_COMPARED])).values())
+            if Fraction(2 * common, total) < Fraction(1, 2):
+                continue
+            same = sum(block.size for block in matcher.get_matching_blocks())
+            ratio = Fraction(2 * same, total)
+            if ratio >= Fraction(1, 2):
+                scored.extend((ratio, index) for index in indices)
+        scored.sort(key=lambda item: (-item[0], self.headings[item[1]].line))
+        return [index for _, index in scored[:most]]

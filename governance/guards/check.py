@@ -16,6 +16,7 @@ from typing import Any
 import pygit2
 
 from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
+from governance.core.overlap import Overlap
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 from governance.errors import (
     EXIT_OK,
@@ -206,14 +207,23 @@ def find_packets(tree: pygit2.Tree) -> list[str]:
     return [path for path, _ in _packet_blobs(tree)]
 
 
-def check_packets(snapshot: Snapshot, packets: Iterable[str]) -> dict[str, list[Failure]]:
-    """Every failure of each packet (an empty list when it builds), in order."""
-    from governance.core.builder import checked_packet
+def check_packets(
+    snapshot: Snapshot,
+    packets: Iterable[str],
+    warnings: dict[str, list[Overlap]] | None = None,
+) -> dict[str, list[Failure]]:
+    """Every failure of each packet (an empty list when it builds), in order;
+    each packet's overlapping reads go into ``warnings`` when it is given."""
+    from governance.core.builder import check_report
 
     results = {}
     for packet in packets:
-        errors, first = checked_packet(snapshot, packet)
-        results[packet] = [Failure.from_error(packet, e, stops_build=e is first) for e in errors]
+        checked = check_report(snapshot, packet)
+        results[packet] = [
+            Failure.from_error(packet, e, stops_build=e is checked.first) for e in checked.errors
+        ]
+        if warnings is not None:
+            warnings[packet] = checked.warnings
     return results
 
 
