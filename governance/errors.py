@@ -203,7 +203,9 @@ UNSAFE_PATH = _code(
     "unsafe_path", SourceError, advice="write the locator as a plain repository-relative path"
 )
 INVALID_LOCATOR = _code(
-    "invalid_locator", SourceError, advice="write the locator as path or path#heading-slug"
+    "invalid_locator",
+    SourceError,
+    advice="write the locator as path, path#heading-slug or path#parent-slug/heading-slug",
 )
 HEADING_MISSING = _code(
     "heading_missing", SourceError, advice=f"restore the heading, or {_FIX_LOCATOR}"
@@ -231,6 +233,9 @@ OVER_BUDGET = _code(
     BudgetError,
     advice="narrow the largest reads to heading sections, or split the packet",
 )
+
+# Warnings: reported, never raised; they change no exit code.
+READS_OVERLAP = _code("reads_overlap", None, exit_code=EXIT_OK)
 
 # Capsule records read from history or the index.
 RECORD_NOT_FILE = _code(

@@ -144,3 +144,24 @@ def test_hostile_heading_text_is_escaped_in_text_and_exact_in_json(cli, repo: Re
     assert "\\u202e" in result.out
     _, found = outline_json(cli, repo, "docs/evil.md")
     assert found["headings"][0]["text"] == "Title \u202e\x1b[31mred"
+
+
+def test_outline_is_bounded_like_a_heading_read(cli, repo: Repo) -> None:
+    from gitrepo import POLICY
+
+    repo.write("policies/capsule.yml", POLICY + "max_heading_source_bytes: 64\n")
+    repo.write("docs/long.md", "# Long\n\n" + "x" * 100 + "\n")
+    repo.commit()
+    error = _fails(cli, repo, "docs/long.md", "source_too_large")
+    assert (error["bytes"], error["limit"]) == (109, 64)
+    # A file within the limit is outlined as usual.
+    assert outline_json(cli, repo, "docs/notes.md")[0] == 0
+
+
+def test_outline_works_without_a_policy(cli, tmp_path) -> None:
+    plain = Repo(tmp_path / "plain")
+    plain.write("README.md", "# Hello\n\n## Usage\n")
+    plain.commit()
+    code, found = outline_json(cli, plain, "README.md")
+    assert code == 0
+    assert [h["locator"] for h in found["headings"]] == ["README.md#hello", "README.md#usage"]

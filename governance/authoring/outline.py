@@ -9,8 +9,10 @@ from typing import Any
 from governance.core.budget import estimate_tokens
 from governance.core.excerpt import candidate_locator, decode_source
 from governance.core.headings import parse_headings, split_lines
+from governance.core.policy import heading_source_limit
 from governance.core.snapshot import Snapshot
 from governance.core.tree import Tree
+from governance.errors import SOURCE_TOO_LARGE, SourceError
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,18 @@ def outline(snapshot: Snapshot, path: str) -> Outline:
     rules as a build (tracked regular blob, safe path, UTF-8, clean in the
     working tree when the snapshot checks it)."""
     source = snapshot.source(path)
+    # Parsed whole, as a heading read parses it: bounded the same way.
+    limit = heading_source_limit(snapshot)
+    size = snapshot.size(source)
+    if size > limit:
+        raise SourceError(
+            f"{path}: {size:,} bytes {snapshot.where}, more than the {limit:,} a heading read "
+            "may parse (max_heading_source_bytes of the policy)",
+            code=SOURCE_TOO_LARGE,
+            locator=path,
+            bytes=size,
+            limit=limit,
+        )
     snapshot.check_worktree(source)
     data = snapshot.read(source)
     text = decode_source(data, locator=path)

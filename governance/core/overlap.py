@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.core.excerpt import Excerpt
+from governance.errors import READS_OVERLAP
 
-CODE = "reads_overlap"
+CODE = READS_OVERLAP
 # At most this many overlaps are reported for one packet.
 MOST = 100
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from governance.core.capsule import POLICY_PATH
 from governance.core.schema import validate
 from governance.core.yamlload import load_yaml
-from governance.errors import MalformedInput
+from governance.errors import CapsuleError, MalformedInput
+
+if TYPE_CHECKING:
+    from governance.core.snapshot import Snapshot
 
 ESTIMATOR = "utf8_bytes_div_3_ceil"
 # A policy is a handful of numbers; its size is checked from the object header.
@@ -77,3 +80,17 @@ def check_packet_target(policy: Policy, target: int, *, path: str) -> None:
             code="packet_malformed",
             path=path,
         )
+
+
+def heading_source_limit(snapshot: Snapshot) -> int:
+    """The policy's ``max_heading_source_bytes`` at ``snapshot``; the default
+    when there is no policy or it cannot be read (what reads the policy
+    itself reports why)."""
+    try:
+        source = snapshot.source(POLICY_PATH)
+        if snapshot.size(source) > MAX_POLICY_BYTES:
+            return DEFAULT_MAX_HEADING_SOURCE_BYTES
+        text = snapshot.read(source).decode("utf-8")
+        return parse_policy(text, path=POLICY_PATH).max_heading_source_bytes
+    except (CapsuleError, UnicodeDecodeError):
+        return DEFAULT_MAX_HEADING_SOURCE_BYTES

@@ -122,24 +122,9 @@ def _excerpt_json(excerpt: Excerpt) -> dict[str, Any]:
 
 
 def _heading_limit(snapshot: Snapshot) -> int:
-    """The policy's ``max_heading_source_bytes`` at ``snapshot``; the default
-    when that policy cannot be read (its own part reports why)."""
-    from governance.core.capsule import POLICY_PATH
-    from governance.core.policy import (
-        DEFAULT_MAX_HEADING_SOURCE_BYTES,
-        MAX_POLICY_BYTES,
-        parse_policy,
-    )
-    from governance.errors import CapsuleError
+    from governance.core.policy import heading_source_limit
 
-    try:
-        source = snapshot.source(POLICY_PATH)
-        if snapshot.size(source) > MAX_POLICY_BYTES:
-            return DEFAULT_MAX_HEADING_SOURCE_BYTES
-        text = snapshot.read(source).decode("utf-8")
-        return parse_policy(text, path=POLICY_PATH).max_heading_source_bytes
-    except (CapsuleError, UnicodeDecodeError):
-        return DEFAULT_MAX_HEADING_SOURCE_BYTES
+    return heading_source_limit(snapshot)
 
 
 def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any], limit: int) -> PartResult:
