@@ -154,11 +154,18 @@ INVALID_PACKET_PATH = _code("invalid_packet_path", UsageError)
 PATH_OUTSIDE_REPOSITORY = _code("path_outside_repository", UsageError)
 NO_WORKING_TREE = _code("no_working_tree", UsageError)
 OUTPUT_FAILED = _code("output_failed", UsageError)
+OUTPUT_NOT_FILE = _code("output_not_file", UsageError)
 INDEX_UNREADABLE = _code("index_unreadable", UsageError)
 INDEX_CONFLICTED = _code("index_conflicted", UsageError)
 HOOK_EXISTS = _code("hook_exists", UsageError)
 HOOK_NOT_EXECUTABLE = _code("hook_not_executable", UsageError)
 RECORD_CONFLICT = _code("record_conflict", CapsuleError)
+NOT_A_RECORD = _code(
+    "not_a_record",
+    None,
+    exit_code=EXIT_USAGE,
+    record_advice="unstage and delete it (a temp file left by an interrupted write?)",
+)
 IO_ERROR = _code("io_error", CapsuleError)
 GIT_ERROR = _code("git_error", CapsuleError)
 INTERNAL_ERROR = _code("internal_error", CapsuleError)

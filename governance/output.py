@@ -13,39 +13,79 @@ from collections.abc import Sequence
 from typing import Any
 
 from governance.core import canonical
-from governance.errors import UsageError
+from governance.errors import OUTPUT_FAILED, OUTPUT_NOT_FILE, UsageError
+
+
+def _not_a_file(path: str) -> UsageError | None:
+    """Why ``path`` may not be replaced: anything but a regular file or nothing."""
+    import stat
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return UsageError(f"{path}: cannot write: {exc.strerror}", code=OUTPUT_FAILED)
+    if stat.S_ISREG(mode):
+        return None
+    kinds = [
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    kind = next((name for test, name in kinds if test(mode)), "not a regular file")
+    return UsageError(
+        f"{path}: is {kind}; only a regular file (or nothing) is ever replaced, and it is "
+        "left untouched",
+        code=OUTPUT_NOT_FILE,
+        path=path,
+    )
+
+
+def _temp_folder(folder: str) -> str:
+    """Where the temp file of a write into ``folder`` goes: inside a git work
+    tree, that repository's git dir (``git add -A`` never stages it, even when
+    the writer is killed before it can clean up), if it is on the same file
+    system (a rename cannot cross one); else ``folder`` itself."""
+    try:
+        import pygit2
+
+        # Bytes: a str path pygit2 would encode by the locale, not the file system.
+        git_dir = pygit2.discover_repository(os.fsencode(folder))  # type: ignore[arg-type]
+    except (ImportError, pygit2.GitError, OSError, ValueError):
+        git_dir = None
+    if git_dir:
+        git_dir = os.fsdecode(git_dir) if isinstance(git_dir, bytes) else git_dir
+        try:
+            if os.stat(git_dir).st_dev == os.stat(folder).st_dev:
+                return git_dir
+        except OSError:
+            pass
+    return folder
 
 
 def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and a
-    rename: readers see the old file or the new one, never a partial one.
-    ``mode`` is filtered by the umask, as ``open`` would. An existing path that
-    is not a regular file (a device, a FIFO) is opened and written instead."""
+    """Write ``data`` to ``path`` through a temp file and a rename: readers see
+    the old file or the new one, never a partial one. ``mode`` is filtered by
+    the umask, as ``open`` would. Only a regular file (or nothing) at ``path``
+    is ever replaced: a link, a folder, a FIFO or a device is refused
+    (``output_not_file``) and left as it is."""
     # Imported here: every command loads this module, few write a file (tempfile
     # pulls in random and shutil, about 3 ms).
-    import stat
     import tempfile
 
-    try:
-        existing = os.stat(path)
-    except OSError:
-        existing = None
-    if existing is not None and not stat.S_ISREG(existing.st_mode):
-        # A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written to, never
-        # renamed over: run as root, a rename would replace /dev/null itself.
-        try:
-            with open(path, "wb") as handle:
-                handle.write(data)
-        except OSError as exc:
-            raise UsageError(
-                f"{path}: cannot write: {exc.strerror}", code="output_failed"
-            ) from None
-        return
+    # Run as root, a rename over /dev/null replaced it for the whole machine;
+    # writing into a device or a FIFO instead would follow it just the same.
+    refused = _not_a_file(path)
+    if refused is not None:
+        raise refused
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".capsule-", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=".capsule-", suffix=".tmp", dir=_temp_folder(folder))
     except OSError as exc:
-        raise UsageError(f"{path}: cannot write: {exc.strerror}", code="output_failed") from None
+        raise UsageError(f"{path}: cannot write: {exc.strerror}", code=OUTPUT_FAILED) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -54,13 +94,17 @@ def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, mode & ~umask)
+        # Checked again just before the rename, which never follows a link.
+        refused = _not_a_file(path)
+        if refused is not None:
+            raise refused
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise UsageError(
-                f"{path}: cannot write: {exc.strerror}", code="output_failed"
+                f"{path}: cannot write: {exc.strerror}", code=OUTPUT_FAILED
             ) from None
         raise
 

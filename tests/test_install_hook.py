@@ -100,14 +100,16 @@ def test_refuses_a_different_hook_without_force(cli, repo: Repo, name, existing,
     assert hook.read_text() == hook_script()
 
 
-def test_a_symlinked_hook_is_different_and_force_replaces_the_link(cli, repo, tmp_path) -> None:
+def test_a_symlinked_hook_is_never_replaced_even_with_force(cli, repo, tmp_path) -> None:
     shared = tmp_path / "shared-hook"
     shared.write_text("#!/bin/sh\n")
     hook = git_hooks_dir(repo) / "pre-commit"
     hook.symlink_to(shared)
     assert install(cli, repo).code == 2
-    assert install(cli, repo, "--force").code == 0
-    assert not hook.is_symlink()
+    result = install(cli, repo, "--force", "--json")
+    assert result.code == 2
+    assert '"output_not_file"' in result.out
+    assert hook.is_symlink()
     assert shared.read_text() == "#!/bin/sh\n"
 
 

@@ -1,29 +1,31 @@
-"""--output onto a path that is not a regular file."""
+"""--output onto a path that is not a regular file: refused, left as it is
+(issue 9 item 4; tests/test_output_targets.py covers every kind of node)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from gitrepo import Repo, Result
+from governance.errors import CapsuleError
 from governance.output import write_atomic
 
 
-def test_regression_output_to_a_fifo_is_written_not_replaced(tmp_path: Path) -> None:
+def test_regression_output_to_a_fifo_is_refused_not_replaced(tmp_path: Path) -> None:
     # `capsule build -o /dev/null` run as root renamed its temp file over
     # /dev/null, leaving a regular file there for every process of the machine.
-    # A FIFO stands in for the device: it must still be one, and get the bytes.
+    # A FIFO stands in for the device: it must still be one, and nothing is
+    # written into it either (that would follow it).
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
-    reader.start()
-    write_atomic(str(fifo), b"capsule bytes\n")
-    reader.join(timeout=10)
-    assert received == [b"capsule bytes\n"]
+    with pytest.raises(CapsuleError) as caught:
+        write_atomic(str(fifo), b"capsule bytes\n")
+    assert caught.value.code == "output_not_file"
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert [p.name for p in tmp_path.iterdir()] == ["fifo"]
 
@@ -31,13 +33,9 @@ def test_regression_output_to_a_fifo_is_written_not_replaced(tmp_path: Path) -> 
 def test_build_output_to_a_fifo(repo: Repo, cli: Callable[..., Result], tmp_path: Path) -> None:
     fifo = tmp_path / "capsule.fifo"
     os.mkfifo(fifo)
-    received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
-    reader.start()
-    result = cli(["build", "packets/P-1/packet.yml", "-o", str(fifo)], cwd=repo.path)
-    reader.join(timeout=10)
-    assert result.code == 0
-    assert received[0].startswith(b'{"budget":')
+    result = cli(["build", "packets/P-1/packet.yml", "-o", str(fifo), "--json"], cwd=repo.path)
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "output_not_file"
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pygit2
 
-from governance.errors import UsageError
+from governance.errors import OUTPUT_NOT_FILE, UsageError
 
 # The hooks written, one script for both.
 HOOKS = ("pre-commit", "pre-merge-commit")
@@ -106,6 +106,15 @@ def _action(target: Path, script: bytes, force: bool) -> str:
     """What installing ``script`` at ``target`` does, or UsageError ``hook_exists``."""
     if not os.path.lexists(target):
         return "installed"
+    if not stat.S_ISREG(os.lstat(target).st_mode):
+        # Never replaced, not even with --force: a link may be another tool's
+        # hook manager, and a rename over it would silently drop it.
+        raise UsageError(
+            f"{target} is not a regular file (a symbolic link, a folder or a device); it is "
+            "never replaced: remove it yourself if it should go",
+            code=OUTPUT_NOT_FILE,
+            path=str(target),
+        )
     current = _read_regular(target)
     if current == script:
         # Ours, word for word; rewritten only when git would skip it.

@@ -64,4 +64,29 @@ def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
     records = sorted(p for p in candidates if is_record_path(p))
     snapshot = staged_snapshot(repo, tree)
     failures = tuple(f for record in records for f in check_record(repo, snapshot, record))
-    return GuardReport("record", tuple(records), failures)
+    # Staged changes only: what pre-commit passes is never a way to add a file.
+    strays = tuple(_stray(path) for path in sorted(staged.changed - staged.deleted))
+    return GuardReport(
+        "record",
+        tuple(sorted({*records, *(f.path for f in strays if f)})),
+        tuple(f for f in strays if f) + failures,
+    )
+
+
+def _stray(path: str) -> Failure | None:
+    from governance.errors import EXIT_USAGE, NOT_A_RECORD, record_advice
+    from governance.history.records import stray_in_records_folder
+
+    if not stray_in_records_folder(path):
+        return None
+    return Failure(
+        path=path,
+        locator=path,
+        code=NOT_A_RECORD,
+        message=(
+            f"{path} is in a records folder but is not a record (<12 hex>.json) or a "
+            "record's signature (<12 hex>.json.sig)"
+        ),
+        exit_code=EXIT_USAGE,
+        advice=record_advice(NOT_A_RECORD),
+    )

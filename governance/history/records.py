@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,9 +66,31 @@ def signed_record(path: str) -> str | None:
     return None
 
 
+# Exactly the names ``build --record`` and ``capsule sign`` write.
+_ALLOWED_NAME = re.compile(r"[0-9a-f]{12}\.json(?:\.sig)?")
+
+
 def allowed_in_records_folder(name: str) -> bool:
-    """The file names a ``capsules/`` folder may hold: records and their signatures."""
-    return name.endswith((RECORD_SUFFIX, RECORD_SUFFIX + SIGNATURE_SUFFIX))
+    """The file names a ``capsules/`` folder may hold: ``<12 hex>.json`` records
+    and their ``<12 hex>.json.sig`` signatures; nothing else (a temp file left
+    by a killed writer, notes, a sub-folder) is committed there."""
+    return _ALLOWED_NAME.fullmatch(name) is not None
+
+
+def in_records_folder(path: str) -> bool:
+    """``packets/<ID>/capsules/...``, at any depth below the folder."""
+    parts = path.split("/")
+    return len(parts) >= 4 and parts[0] == PACKETS_DIR and parts[2] == RECORDS_FOLDER
+
+
+def stray_in_records_folder(path: str) -> bool:
+    """A path in a records folder that is neither a record path (checked as a
+    record) nor an allowed name: the records hook refuses it (``not_a_record``)."""
+    return (
+        in_records_folder(path)
+        and not is_record_path(path)
+        and not (len(path.split("/")) == 4 and allowed_in_records_folder(path.split("/")[3]))
+    )
 
 
 def expected_path(packet_id: str, commit: str) -> str:
