@@ -19,6 +19,7 @@ from governance.errors import OUTPUT_FAILED, OUTPUT_NOT_FILE, UsageError
 def _not_a_file(path: str) -> UsageError | None:
     """Why ``path`` may not be replaced: anything but a regular file or nothing."""
     import stat
+
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -103,9 +104,7 @@ def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
-            raise UsageError(
-                f"{path}: cannot write: {exc.strerror}", code=OUTPUT_FAILED
-            ) from None
+            raise UsageError(f"{path}: cannot write: {exc.strerror}", code=OUTPUT_FAILED) from None
         raise
 
 
