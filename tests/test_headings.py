@@ -5,9 +5,10 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from governance.core import headings
 from governance.core.headings import (
     Heading,
     Section,
@@ -314,3 +315,56 @@ def test_reference_link_in_heading_resolves_with_the_documents_definitions() -> 
     (heading,) = parse_headings(text)
     assert heading.text == "Title and [Other][missing]"
     assert heading.slug == "title-and-othermissing"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_characters="\\`*_~[]!<&\r\n\x00"), max_size=40))
+def test_plain_heading_text_renders_as_itself(text: str) -> None:
+    # parse_headings skips the inline parse of a heading with none of the
+    # characters an inline rule starts at: markdown-it must agree it is plain.
+    content = text.strip(" \t")
+    if not content:
+        return
+    inline = headings._parser().parseInline(content, {})[0]
+    assert headings._render(inline.children or []) == content
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 6), st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_skipping_the_inline_parse_changes_no_heading(lines: list[tuple[int, str]]) -> None:
+    # The same document with every heading's inline parse forced must give the
+    # same headings, texts and slugs.
+    import re
+
+    text = "".join(f"{'#' * level} {title}\n\nBody.\n\n" for level, title in lines)
+    fast = headings.parse_headings(text)
+    saved = headings._MARKUP
+    headings._MARKUP = re.compile(r"(?s).|^")
+    try:
+        slow = headings.parse_headings(text)
+    finally:
+        headings._MARKUP = saved
+    assert fast == slow
+
+
+def test_rule_logging_is_skipped_only_while_nobody_listens(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    text = "# Title\n\nSome text.\n\n## Part\n"
+    assert headings.parse_headings(text)
+    for name in headings._RULE_LOGGERS:
+        # Restored after the parse: the class's debug() again.
+        assert "debug" not in vars(logging.getLogger(name))
+    with caplog.at_level(logging.DEBUG, logger="markdown_it"):
+        headings.parse_headings(text)
+    assert any(record.name.startswith("markdown_it.rules_block.") for record in caplog.records)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,10 @@ class Section:
 # those also split on \v, \f, \x1c-\x1e, \x85 and U+2028/9, which markdown-it treats as text.
 _LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 _LINE_TEXT = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+# Where an inline rule of markdown-it (escape, backticks, emphasis,
+# strikethrough, link, image, autolink, HTML, entity, newline) can start, and
+# NUL, which markdown-it replaces.
+_MARKUP = re.compile(r"[\\`*_~\[\]!<&\n\r\x00]")
 _FRONT_MATTER_OPEN = re.compile(r"---[ \t]*")
 _FRONT_MATTER_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 
@@ -97,6 +103,47 @@ def _render(children: Sequence[Token]) -> str:
     return "".join(parts)
 
 
+# The block rules markdown-it calls for every line each log a debug message:
+# about 16,000 calls a build, each two frames deep before the level check
+# says no. While such a logger is not enabled for DEBUG, its debug() does
+# nothing, so for the duration of our parse it is a no-op of one frame.
+_RULE_LOGGERS = tuple(
+    f"markdown_it.rules_block.{name}"
+    for name in (
+        "blockquote",
+        "code",
+        "fence",
+        "heading",
+        "hr",
+        "html_block",
+        "lheading",
+        "list",
+        "paragraph",
+        "reference",
+    )
+)
+
+
+def _silent(*args: object, **kwargs: object) -> None:
+    return None
+
+
+@contextmanager
+def _quiet_rules() -> Iterator[None]:
+    quieted = [
+        logger
+        for logger in map(logging.getLogger, _RULE_LOGGERS)
+        if not logger.isEnabledFor(logging.DEBUG) and "debug" not in vars(logger)
+    ]
+    for logger in quieted:
+        logger.debug = _silent  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for logger in quieted:
+            del logger.debug
+
+
 def parse_headings(text: str) -> list[Heading]:
     # GitHub drops a leading byte order mark; markdown-it would make it part of line 1.
     if text.startswith("\ufeff"):
@@ -104,15 +151,22 @@ def parse_headings(text: str) -> list[Heading]:
     # The block pass fills env with the document's link reference definitions,
     # which the inline parse of a heading like `## [Title][ref]` needs.
     env: dict[str, Any] = {}
-    tokens = _block_parser().parse(_blank_front_matter(text), env)
+    with _quiet_rules():
+        tokens = _block_parser().parse(_blank_front_matter(text), env)
     headings: list[Heading] = []
     for index, token in enumerate(tokens):
         if token.type != "heading_open" or token.map is None:
             continue
-        inline = _parser().parseInline(tokens[index + 1].content, env)[0]
-        # Not stripped: markdown-it already trims the source, so edge whitespace only comes
-        # from markup such as a leading image, and GitHub keeps it (`# ![x](y) Title` -> "-title").
-        rendered = _render(inline.children or [])
+        content = tokens[index + 1].content
+        if _MARKUP.search(content) is None:
+            # No character any inline rule starts at: the rendered text is the content.
+            rendered = content
+        else:
+            inline = _parser().parseInline(content, env)[0]
+            # Not stripped: markdown-it already trims the source, so edge whitespace only
+            # comes from markup such as a leading image, and GitHub keeps it
+            # (`# ![x](y) Title` -> "-title").
+            rendered = _render(inline.children or [])
         start, end = token.map
         headings.append(
             Heading(
