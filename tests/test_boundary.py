@@ -1,5 +1,6 @@
 """One guarded runner for ``capsule`` and the hooks: the same line for an
-error, the same exit for ^C and a closed pipe."""
+error, the same exit for ^C and a closed pipe; library code neither prints
+nor exits, and no command imports the CLI back."""
 
 from __future__ import annotations
 
@@ -109,3 +110,59 @@ def test_commands_do_not_import_the_cli_back() -> None:
         }
         assert "governance.cli" not in imported, f"{path.name} imports governance.cli"
     assert os.path.exists(PACKAGE / "commands" / "_args.py")
+
+
+def _library_modules() -> list[Path]:
+    """Every module of governance/ that is library code: all but the command
+    line (cli.py, commands/, the ``python -m`` entry) and output.py, the one
+    writer the commands print through."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative in ("cli.py", "output.py", "__main__.py") or relative.startswith("commands/"):
+            continue
+        out.append(path)
+    return out
+
+
+def _writes_or_exits(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            if name in ("print", "sys.exit", "exit", "quit", "os._exit"):
+                found.append((node.lineno, name))
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if ast.unparse(exc) == "SystemExit":
+                found.append((node.lineno, "raise SystemExit"))
+        elif isinstance(node, ast.Attribute) and ast.unparse(node) in ("sys.stdout", "sys.stderr"):
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_library_code_neither_prints_nor_exits() -> None:
+    offenders = [
+        f"governance/{path.relative_to(PACKAGE).as_posix()}:{line}: {what}"
+        for path in _library_modules()
+        for line, what in _writes_or_exits(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert offenders == [], (
+        "library code must return values (or take a callback) and leave printing to "
+        "governance/commands/ through governance.output:\n" + "\n".join(offenders)
+    )
+
+
+def test_the_scan_finds_a_print_and_an_exit() -> None:
+    # The scan above can fail: it sees each way of writing or exiting.
+    source = (
+        "import sys\nprint('x')\nsys.stderr.write('x')\nstream = sys.stdout\n"
+        "sys.exit(1)\nraise SystemExit(2)\n"
+    )
+    assert [what for _, what in _writes_or_exits(ast.parse(source))] == [
+        "print",
+        "sys.stderr",
+        "sys.stdout",
+        "sys.exit",
+        "raise SystemExit",
+    ]
