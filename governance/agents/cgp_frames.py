@@ -19,7 +19,7 @@ from typing import Any
 import pygit2
 
 from governance.core.builder import Built, build_capsule
-from governance.core.capsule import PACKET_FILE, PACKETS_DIR
+from governance.core.capsule import FULL_COMMIT_PATTERN, packet_path
 from governance.core.headings import line_count
 from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot
@@ -31,7 +31,7 @@ BYTES_PER_TOKEN = 4  # the protocol's budget unit (B3), not the capsule's bytes/
 
 _FRAME_ID = re.compile(
     r"capsule:(?P<packet>[A-Za-z0-9][A-Za-z0-9._-]{0,63})"
-    r"@(?P<commit>[0-9a-f]{40}(?:[0-9a-f]{24})?)"
+    rf"@(?P<commit>{FULL_COMMIT_PATTERN})"
     r"/(?P<part>packet|context|reads/(?:0|[1-9][0-9]{0,5}))"
 )
 _PACKET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -67,10 +67,6 @@ def packet_id_of(anchor: str) -> str | None:
         return None
     name = anchor.removeprefix(PACKET_ANCHOR).rstrip("/")
     return name if _PACKET_ID.fullmatch(name) else None
-
-
-def packet_path(packet_id: str) -> str:
-    return f"{PACKETS_DIR}/{packet_id}/{PACKET_FILE}"
 
 
 @dataclass(frozen=True)

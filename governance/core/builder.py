@@ -2,19 +2,25 @@
 
 Build, check, replay and audit all come through one path (``_build``); only
 the snapshot they read from differs, and whether the first failure stops the
-build (``build_capsule``) or every failure is collected (``check_packet``).
+build (``build_capsule``) or every failure is collected (``checked_packet``).
 """
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from governance.core import budget, canonical
-from governance.core.capsule import PACKET_FILE, PACKETS_DIR, POLICY_PATH, SCHEMA_V1, TRUST_V1
+from governance.core.capsule import (
+    PACKET_FILE,
+    PACKETS_DIR,
+    POLICY_PATH,
+    SCHEMA_V1,
+    TRUST_V1,
+    packet_id_of,
+)
 from governance.core.excerpt import Excerpt, check_heading_source, decode_source, excerpt_of
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
@@ -155,18 +161,13 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     return built
 
 
-def check_packet(snapshot: Snapshot, packet_path: str) -> list[CapsuleError]:
-    """Every reason ``packet_path`` would not build at ``snapshot``; empty when it
-    builds. A policy or packet that cannot be read or parsed is the only
-    failure reported, as nothing else can be checked without it."""
-    return checked_packet(snapshot, packet_path)[0]
-
-
 def checked_packet(
     snapshot: Snapshot, packet_path: str
 ) -> tuple[list[CapsuleError], CapsuleError | None]:
-    """``check_packet``'s failures, in packet order, and the one ``build``
-    would raise: the first met, not always the first listed (the budget's
+    """Every reason ``packet_path`` would not build at ``snapshot``, in packet
+    order (empty when it builds; a policy or packet that cannot be read or
+    parsed is the only failure reported, as nothing else can be checked
+    without it), and the one ``build`` would raise: the first met, not always the first listed (the budget's
     lower bound is judged before any selection is read)."""
     checked = check_report(snapshot, packet_path)
     return checked.errors, checked.first
@@ -191,8 +192,7 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
 
 def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built | None:
     check_path(packet_path)
-    folder = posixpath.dirname(packet_path)
-    if posixpath.basename(packet_path) != PACKET_FILE or posixpath.dirname(folder) != PACKETS_DIR:
+    if packet_id_of(packet_path) is None:
         raise UsageError(
             f"{packet_path}: a packet is {PACKETS_DIR}/<ID>/{PACKET_FILE}",
             code="invalid_packet_path",

@@ -26,8 +26,6 @@ class BlobCache:
     def __init__(self, max_weight: int = DEFAULT_MAX_WEIGHT) -> None:
         self.max_weight = max_weight
         self.weight = 0
-        self.hits = 0
-        self.misses = 0
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
 
     def __len__(self) -> int:
@@ -42,10 +40,8 @@ class BlobCache:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
-            self.hits += 1
             value: T = found[0]
             return value
-        self.misses += 1
         value = compute()
         # The key and the entry's bookkeeping cost something even for a tiny value.
         cost = max(weight(value), 0) + 128

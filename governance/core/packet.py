@@ -6,7 +6,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from governance.core.capsule import CONTEXT_FILE
+from governance.core.capsule import context_path
 from governance.core.schema import validate
 from governance.core.yamlload import load_yaml
 from governance.errors import MalformedInput
@@ -39,7 +39,7 @@ class Packet:
 
     @property
     def context_path(self) -> str:
-        return posixpath.join(self.folder, CONTEXT_FILE)
+        return context_path(self.path)
 
 
 def parse_packet(text: str, *, path: str) -> Packet:

@@ -9,8 +9,6 @@ of the format; a capsule/2 adds its own reader here and an explicit migration
 from __future__ import annotations
 
 import hashlib
-import posixpath
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,12 +16,14 @@ from typing import Any
 from governance.core import canonical
 from governance.core.budget import Limits, estimate_tokens
 from governance.core.capsule import (
-    CONTEXT_FILE,
+    FULL_COMMIT,
     PACKET_FILE,
     PACKETS_DIR,
     POLICY_PATH,
     SCHEMA_V1,
     TRUST_V1,
+    context_path,
+    packet_id_of,
 )
 from governance.core.hashing import sha256_hex
 from governance.errors import MalformedInput
@@ -109,9 +109,6 @@ def _check_read(read: dict[str, Any], index: int) -> None:
         )
 
 
-_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-
-
 def _check_paths(document: dict[str, Any]) -> None:
     from governance.core.locator import check_path
     from governance.errors import SourceError
@@ -127,7 +124,7 @@ def _check_paths(document: dict[str, Any]) -> None:
             raise _corrupt(f"{field}: {exc.message}", field=field) from None
     if document["policy"]["path"] != POLICY_PATH:
         raise _corrupt(f"policy.path is not {POLICY_PATH}", field="policy.path")
-    if posixpath.dirname(posixpath.dirname(document["packet"]["path"])) != PACKETS_DIR:
+    if packet_id_of(document["packet"]["path"]) is None:
         raise _corrupt(f"packet.path is not {PACKETS_DIR}/<ID>/{PACKET_FILE}", field="packet.path")
 
 
@@ -171,16 +168,12 @@ def _read_v1(data: bytes, document: dict[str, Any]) -> CapsuleFile:
     # 3. Internal consistency: every hash covers the bytes it claims to.
     if document["trust"] != TRUST_V1:
         raise _corrupt("the trust statement is not capsule/1's", field="trust")
-    packet_path = document["packet"]["path"]
-    folder = posixpath.dirname(packet_path)
-    if (
-        posixpath.basename(packet_path) != PACKET_FILE
-        or posixpath.basename(folder) != document["id"]
-    ):
+    packet_file = document["packet"]["path"]
+    if packet_id_of(packet_file) != document["id"]:
         raise _corrupt("packet.path does not match the packet id", field="packet.path")
-    if document["context"]["path"] != posixpath.join(folder, CONTEXT_FILE):
+    if document["context"]["path"] != context_path(packet_file):
         raise _corrupt("context.path is not beside the packet", field="context.path")
-    if not _COMMIT.fullmatch(document["commit"]):
+    if not FULL_COMMIT.fullmatch(document["commit"]):
         raise _corrupt("commit is not a full lowercase hex object id", field="commit")
     _check_paths(document)
     _check_whole(document["packet"], "packet")

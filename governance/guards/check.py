@@ -6,7 +6,6 @@ Used by ``capsule check`` and the ``capsule-packets`` hook.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -15,7 +14,13 @@ from typing import Any
 
 import pygit2
 
-from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
+from governance.core.capsule import (
+    PACKET_FILE,
+    PACKETS_DIR,
+    POLICY_PATH,
+    context_path,
+    packet_path,
+)
 from governance.core.overlap import Overlap
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 from governance.errors import (
@@ -45,7 +50,7 @@ def _advice(code: str, locator: str, packet: str) -> str:
     own = {
         POLICY_PATH: "policy",
         packet: "packet",
-        posixpath.join(posixpath.dirname(packet), CONTEXT_FILE): "context",
+        context_path(packet): "context",
     }.get(locator)
     if own is None:
         return advice(code)
@@ -198,7 +203,7 @@ def _packet_blobs(tree: pygit2.Tree) -> list[tuple[str, pygit2.Object]]:
     found = []
     for entry in folder:
         if isinstance(entry, pygit2.Tree) and PACKET_FILE in entry:
-            found.append((f"{PACKETS_DIR}/{entry.name}/{PACKET_FILE}", entry[PACKET_FILE]))
+            found.append((packet_path(str(entry.name)), entry[PACKET_FILE]))
     return sorted(found, key=lambda item: item[0])
 
 
@@ -281,8 +286,7 @@ def _dependencies(packet_path: str, entry: pygit2.Object) -> set[str] | None:
         paths = {parse_locator(locator).path for locator in reads}
     except (UnicodeDecodeError, CapsuleError):
         return None
-    folder = posixpath.dirname(packet_path)
-    return paths | {packet_path, posixpath.join(folder, CONTEXT_FILE)}
+    return paths | {packet_path, context_path(packet_path)}
 
 
 _STR_TAG = "tag:yaml.org,2002:str"

@@ -27,7 +27,6 @@ one version of it, a path in a history, and are applied to that outcome
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ import pygit2
 
 from governance.core import canonical
 from governance.core.builder import build_capsule
-from governance.core.capsule import SCHEMA_V1
+from governance.core.capsule import FULL_COMMIT, SCHEMA_V1
 from governance.core.hashing import sha256_hex
 from governance.core.reader import read_parsed
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK, Snapshot, Source
@@ -73,8 +72,6 @@ if TYPE_CHECKING:
 # keeps one record from costing hundreds of MB (a 150 MB blob took 620 MB to
 # parse).
 MAX_RECORD_BYTES = 16 << 20
-
-FULL_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 IDENTICAL = "identical"
 DRIFT = "drift"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from governance.core.capsule import PACKET_FILE, PACKETS_DIR
+from governance.core.capsule import PACKETS_DIR, packet_path
 from governance.core.hashing import sha256_hex
 from governance.errors import CapsuleError, UsageError
 
@@ -95,7 +95,7 @@ def stray_in_records_folder(path: str) -> bool:
 
 def expected_path(packet_id: str, commit: str) -> str:
     """Where the record of packet ``packet_id`` built at ``commit`` belongs."""
-    return record_path(posixpath.join(PACKETS_DIR, packet_id, PACKET_FILE), commit)
+    return record_path(packet_path(packet_id), commit)
 
 
 def is_record_path(path: str) -> bool:
