@@ -167,8 +167,9 @@ def checked_packet(
     """Every reason ``packet_path`` would not build at ``snapshot``, in packet
     order (empty when it builds; a policy or packet that cannot be read or
     parsed is the only failure reported, as nothing else can be checked
-    without it), and the one ``build`` would raise: the first met, not always the first listed (the budget's
-    lower bound is judged before any selection is read)."""
+    without it), and the one ``build`` would raise: the first met, not always
+    the first listed (the budget's lower bound is judged before any selection
+    is read)."""
     checked = check_report(snapshot, packet_path)
     return checked.errors, checked.first
 
