@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from governance.core.builder import build_capsule, checked_packet
+from governance.core.builder import build_capsule, check_report
 from governance.core.snapshot import Snapshot, open_repository
 from governance.errors import CapsuleError
 from support.gitrepo import Repo, packet_yaml
@@ -112,7 +112,7 @@ def test_check_packet_collects_every_failure(repo: Repo, case: str) -> None:
     changes, expected = CASES[case]
     apply(repo, changes)
     snapshot = Snapshot.at(open_repository(repo.path))
-    found = [(where(e), e.code) for e in checked_packet(snapshot, PACKET)[0]]
+    found = [(where(e), e.code) for e in check_report(snapshot, PACKET).errors]
     assert found == expected
 
 

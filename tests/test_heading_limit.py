@@ -9,7 +9,7 @@ from typing import Any
 
 import pygit2
 
-from governance.core.builder import build_capsule, checked_packet
+from governance.core.builder import build_capsule, check_report
 from governance.core.cache import BlobCache
 from governance.core.policy import CAPSULE_V1_KEYS, DEFAULT_MAX_HEADING_SOURCE_BYTES
 from governance.core.snapshot import Snapshot
@@ -183,8 +183,8 @@ def test_one_check_run_parses_a_blob_once_across_packets(repo: Repo) -> None:
     repo.write("packets/P-2/context.md", "# C\n")
     repo.commit()
     snapshot = Snapshot.at(pygit2.Repository(str(repo.path)), "HEAD")
-    assert checked_packet(snapshot, PACKET) == ([], None)
-    assert checked_packet(snapshot, "packets/P-2/packet.yml") == ([], None)
+    assert check_report(snapshot, PACKET).errors == []
+    assert check_report(snapshot, "packets/P-2/packet.yml").errors == []
     assert snapshot.cache is not None
     many = snapshot.source("docs/many.md").blob_id
     assert cached(snapshot.cache, ("headings", many))

@@ -2,7 +2,7 @@
 
 Build, check, replay and audit all come through one path (``_build``); only
 the snapshot they read from differs, and whether the first failure stops the
-build (``build_capsule``) or every failure is collected (``checked_packet``).
+build (``build_capsule``) or every failure is collected (``check_report``).
 """
 
 from __future__ import annotations
@@ -161,19 +161,6 @@ def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
     return built
 
 
-def checked_packet(
-    snapshot: Snapshot, packet_path: str
-) -> tuple[list[CapsuleError], CapsuleError | None]:
-    """Every reason ``packet_path`` would not build at ``snapshot``, in packet
-    order (empty when it builds; a policy or packet that cannot be read or
-    parsed is the only failure reported, as nothing else can be checked
-    without it), and the one ``build`` would raise: the first met, not always
-    the first listed (the budget's lower bound is judged before any selection
-    is read)."""
-    checked = check_report(snapshot, packet_path)
-    return checked.errors, checked.first
-
-
 @dataclass(frozen=True)
 class Checked:
     errors: list[CapsuleError]  # in packet order
@@ -182,7 +169,12 @@ class Checked:
 
 
 def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
-    """Everything a check of ``packet_path`` says: its failures and warnings."""
+    """Everything a check of ``packet_path`` says: every reason it would not
+    build at ``snapshot``, in packet order (none when it builds; a policy or
+    packet that cannot be read or parsed is the only failure reported, as
+    nothing else can be checked without it); the one ``build`` would raise,
+    the first met, not always the first listed (the budget's lower bound is
+    judged before any selection is read); and its warnings."""
     failures = _Failures(collect=True)
     try:
         _build(snapshot, packet_path, failures)
