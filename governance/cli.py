@@ -31,6 +31,7 @@ COMMANDS: Mapping[str, str] = {
     "continuation": "check that two fresh agents given only a capsule reach the same decision",
     "sign": "sign capsule records with an SSH key (writes RECORD.sig beside each)",
     "render": "print a capsule as Markdown for a model (a view; the JSON stays the authority)",
+    "mcp": "serve build, verify, replay, check, outline and list_packets to an agent over MCP",
     "cgp": "serve capsule parts as Context Graph Protocol frames (NDJSON over stdio)",
 }
 

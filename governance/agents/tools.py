@@ -1,0 +1,299 @@
+"""The MCP server's tools as plain library calls on one repository fixed at
+start: each returns a JSON-ready dict or raises a coded CapsuleError."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+import pygit2
+
+from governance.core.cache import BlobCache
+from governance.core.reader import CapsuleFile
+from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
+
+# A capsule is bounded by its policy's hard limit; no tool reads more than this
+# of a file or an argument before it refuses.
+MAX_INPUT_BYTES = 16 << 20
+
+
+@dataclass
+class Workspace:
+    """The repository every tool reads; writing records only when enabled."""
+
+    repo: pygit2.Repository
+    write_enabled: bool = False
+    cache: BlobCache = field(default_factory=BlobCache)
+
+    @classmethod
+    def open(cls, path: str | None = None, *, write_enabled: bool = False) -> Workspace:
+        from governance.core.snapshot import open_repository
+
+        return cls(repo=open_repository(path), write_enabled=write_enabled)
+
+    @property
+    def root(self) -> str:
+        """The work tree's root (the git dir of a bare repository)."""
+        return os.path.realpath(self.repo.workdir or self.repo.path)
+
+    def relative(self, given: str) -> str:
+        """A path a client gave -> its repository path, by the CLI's rules: an
+        absolute path must lie inside the repository (path_outside_repository),
+        and the result must be a plain repository path (unsafe_path)."""
+        from governance.core.locator import check_path
+        from governance.core.paths import repo_relative
+
+        if not isinstance(given, str):
+            raise UsageError("a path must be a string", code="usage")
+        path = repo_relative(self.repo, given) if os.path.isabs(given) else given
+        check_path(path)
+        return path
+
+    def read_file(self, given: str) -> tuple[str, bytes]:
+        """The bytes of a file of the work tree, never through a symbolic link
+        and never more than MAX_INPUT_BYTES."""
+        path = self.relative(given)
+        if self.repo.workdir is None:
+            raise UsageError(
+                f"{path}: the repository is bare: pass the capsule JSON instead",
+                code="no_work_tree",
+            )
+        current = self.root
+        for part in path.split("/"):
+            current = os.path.join(current, part)
+            try:
+                info = os.lstat(current)
+            except OSError:
+                raise SourceError(
+                    f"{path}: no such file in the work tree", code="source_missing", path=path
+                ) from None
+            if stat.S_ISLNK(info.st_mode):
+                raise SourceError(
+                    f"{path}: {posixpath.relpath(current, self.root)} is a symbolic link; "
+                    "files are never read through links",
+                    code="source_symlink",
+                    path=path,
+                )
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError(f"{path}: not a regular file", code="source_not_file", path=path)
+        if info.st_size > MAX_INPUT_BYTES:
+            raise _too_large(path, info.st_size)
+        fd = os.open(current, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES + 1)
+        if len(data) > MAX_INPUT_BYTES:
+            raise _too_large(path, len(data))
+        return path, data
+
+
+def _too_large(what: str, size: int) -> MalformedInput:
+    return MalformedInput(
+        f"{what}: {size} bytes is over the {MAX_INPUT_BYTES} bytes a tool reads",
+        code="input_too_large",
+    )
+
+
+def _capsule_from(ws: Workspace, capsule: str | None, path: str | None) -> tuple[str, CapsuleFile]:
+    """(where it came from, the capsule after the reader's pre-checks)."""
+    from governance.core.reader import read_capsule
+
+    if (capsule is None) == (path is None):
+        raise UsageError("give exactly one of capsule (its JSON text) or path", code="usage")
+    if capsule is not None:
+        data = capsule.encode("utf-8", "surrogatepass")
+        if len(data) > MAX_INPUT_BYTES:
+            raise _too_large("capsule", len(data))
+        return "(argument)", read_capsule(data)
+    assert path is not None
+    shown, data = ws.read_file(path)
+    return shown, read_capsule(data)
+
+
+def _identity(where: str, capsule: CapsuleFile) -> dict[str, Any]:
+    return {
+        "path": where,
+        "sha256": capsule.sha256,
+        "id": capsule.document["id"],
+        "commit": capsule.commit,
+    }
+
+
+def list_packets(ws: Workspace) -> dict[str, Any]:
+    """Every packets/<ID>/packet.yml committed at HEAD."""
+    from governance.core.snapshot import Snapshot
+    from governance.guards.check import find_packets
+
+    snapshot = Snapshot.at(ws.repo, "HEAD", check_worktree=False)
+    packets = [
+        {"id": posixpath.basename(posixpath.dirname(path)), "path": path}
+        for path in find_packets(snapshot.tree)
+    ]
+    return {"at": snapshot.commit_id, "packets": packets}
+
+
+def build(ws: Workspace, packet: str, at: str = "HEAD", record: bool = False) -> dict[str, Any]:
+    """Build ``packet`` at ``at`` as ``capsule build`` does; with ``record`` (only
+    when writing is enabled) write it as the packet's record."""
+    from governance.agents.tokens import exact_count
+    from governance.core.builder import build_capsule
+    from governance.core.snapshot import Snapshot
+
+    if record and not ws.write_enabled:
+        raise UsageError(
+            "writing a record is disabled: start the server with --enable-write",
+            code="write_disabled",
+        )
+    packet_path = ws.relative(packet)
+    snapshot = Snapshot.at(ws.repo, at)
+    snapshot.cache = ws.cache
+    built = build_capsule(snapshot, packet_path)
+    result: dict[str, Any] = {
+        "id": built.packet.id,
+        "commit": built.document["commit"],
+        "sha256": built.sha256,
+        "reads": len(built.excerpts),
+        "bytes": len(built.data),
+        "estimated_tokens": built.estimated_tokens,
+        "exact_tokens": exact_count(built.data),
+        "target_tokens": built.limits.target_tokens,
+        "hard_limit_tokens": built.limits.hard_limit_tokens,
+        "reserve_tokens": built.limits.reserve_tokens,
+        "capsule": built.document,
+        "capsule_json": built.data.decode("utf-8"),
+        "record": None,
+    }
+    if record:
+        from governance.history.records import write_record
+
+        written = write_record(ws.repo, packet_path, built.document["commit"], built.data)
+        result["record"] = {"path": written.path, "status": written.status}
+    return result
+
+
+def verify(
+    ws: Workspace, capsule: str | None = None, path: str | None = None, at: str = "HEAD"
+) -> dict[str, Any]:
+    """Each part of a capsule (its JSON text, or a file of the work tree)
+    against the committed tree at ``at``."""
+    from governance.core.snapshot import Snapshot
+    from governance.core.verify import UNCHANGED, verify_capsule
+
+    where, read = _capsule_from(ws, capsule, path)
+    snapshot = Snapshot.at(ws.repo, at, check_worktree=False)
+    results = verify_capsule(read, snapshot)
+    return {
+        "capsule": _identity(where, read),
+        "at": snapshot.commit_id,
+        "ok": all(r.status == UNCHANGED for r in results),
+        "parts": [r.to_json() for r in results],
+    }
+
+
+def replay(ws: Workspace, capsule: str | None = None, path: str | None = None) -> dict[str, Any]:
+    """Rebuild a capsule (its JSON text, or a record file) at its declared
+    commit and compare the bytes."""
+    from governance.core.hashing import sha256_hex
+    from governance.history.replay import declared_commit, rebuild_failed, replay_capsule
+
+    where, read = _capsule_from(ws, capsule, path)
+    declared_commit(ws.repo, read.commit)
+    try:
+        result = replay_capsule(ws.repo, read, cache=ws.cache)
+    except CapsuleError as exc:
+        raise rebuild_failed(exc, read.commit) from None
+    return {
+        "capsule": _identity(where, read),
+        "identical": result.identical,
+        "rebuilt_sha256": sha256_hex(result.rebuilt),
+        "differences": [d.to_json() for d in result.differences],
+    }
+
+
+def outline(ws: Workspace, path: str, at: str = "HEAD") -> dict[str, Any]:
+    """Every heading of a tracked Markdown file at ``at``, with the locator
+    naming it, its lines and its estimated cost."""
+    from governance.authoring.outline import outline as outline_of
+    from governance.core.snapshot import Snapshot
+
+    snapshot = Snapshot.at(ws.repo, at)
+    snapshot.cache = ws.cache
+    return outline_of(snapshot, ws.relative(path)).to_json()
+
+
+def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) -> dict[str, Any]:
+    """Every reason the named packets (or all of them) would not build at HEAD."""
+    from governance.core.snapshot import Snapshot
+    from governance.guards.check import check_packets, exit_code, find_packets
+
+    if all == bool(packets):
+        raise UsageError("name packets or set all, not both and not neither", code="usage")
+    snapshot = Snapshot.at(ws.repo, "HEAD")
+    snapshot.cache = ws.cache
+    names = (
+        find_packets(snapshot.tree)
+        if all
+        else list(dict.fromkeys(ws.relative(p) for p in packets or []))
+    )
+    results = check_packets(snapshot, names)
+    failures = [f for name in names for f in results[name]]
+    return {
+        "at": snapshot.commit_id,
+        "ok": not failures,
+        "exit_code": exit_code(failures),
+        "packets": [
+            {
+                "path": name,
+                "ok": not results[name],
+                "failures": [f.to_json() for f in results[name]],
+            }
+            for name in names
+        ],
+    }
+
+
+_FILES = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
+
+
+def committed_files(ws: Workspace) -> list[str]:
+    """The committed packets, contexts and records at HEAD, sorted."""
+    from governance.core.snapshot import Snapshot
+    from governance.history.records import RECORDS_FOLDER
+
+    snapshot = Snapshot.at(ws.repo, "HEAD", check_worktree=False)
+    found: list[str] = []
+    try:
+        packets = snapshot.tree["packets"]
+    except KeyError:
+        return found
+    if not isinstance(packets, pygit2.Tree):
+        return found
+    for folder in packets:
+        if not isinstance(folder, pygit2.Tree):
+            continue
+        base = f"packets/{folder.name}"
+        for entry in folder:
+            if entry.name in ("packet.yml", "context.md") and entry.filemode in _FILES:
+                found.append(f"{base}/{entry.name}")
+            elif entry.name == RECORDS_FOLDER and isinstance(entry, pygit2.Tree):
+                found += [
+                    f"{base}/{RECORDS_FOLDER}/{rec.name}"
+                    for rec in entry
+                    if rec.filemode in _FILES and str(rec.name).endswith(".json")
+                ]
+    return sorted(found)
+
+
+def read_committed(ws: Workspace, path: str) -> bytes:
+    """A committed packet, context or record at HEAD, by the builder's rules."""
+    from governance.core.snapshot import Snapshot
+
+    snapshot = Snapshot.at(ws.repo, "HEAD", check_worktree=False)
+    source = snapshot.source(ws.relative(path))
+    blob = ws.repo[source.blob_id]
+    assert isinstance(blob, pygit2.Blob)
+    if blob.size > MAX_INPUT_BYTES:
+        raise _too_large(path, blob.size)
+    return bytes(blob.data)
