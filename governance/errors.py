@@ -280,3 +280,9 @@ SSH_KEYGEN_FAILED = _code("ssh_keygen_failed", CapsuleError)
 KEY_UNREADABLE = _code("key_unreadable", CapsuleError)
 SIGN_FAILED = _code("sign_failed", CapsuleError)
 SIGNERS_MALFORMED = _code("signers_malformed", MalformedInput)
+
+# The MCP server (capsule mcp): its tool errors carry these and every code above.
+MCP_UNAVAILABLE = _code("mcp_unavailable", UsageError)
+WRITE_DISABLED = _code("write_disabled", UsageError)
+INVALID_ARGUMENTS = _code("invalid_arguments", UsageError)
+INPUT_TOO_LARGE = _code("input_too_large", MalformedInput)

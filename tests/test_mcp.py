@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 
 from gitrepo import Repo, Result, packet_yaml
 from governance.agents import tokens
@@ -315,6 +315,25 @@ def test_committed_packets_and_records_are_resources(repo: Repo) -> None:
     ]
     assert record_text == value["capsule_json"]
     assert packet_text == (repo.path / P1).read_text(encoding="utf-8")
+
+
+def test_a_resource_is_read_at_the_time_of_the_read(repo: Repo) -> None:
+    server = make_server(Workspace.open(str(repo.path)))
+    repo.write("packets/P-1/context.md", "# Context\n\nRewritten.\n")
+    repo.commit("context rewritten after the server started")
+
+    async def main() -> Any:
+        async with Client(server) as client:
+            read = await client.read_resource("capsule://packets/P-1/context.md")
+            repo.git("rm", "-q", "packets/P-1/context.md")
+            repo.commit("context removed")
+            with pytest.raises(MCPError) as gone:
+                await client.read_resource("capsule://packets/P-1/context.md")
+            return read.contents[0].text, gone.value
+
+    text, gone = anyio.run(main)
+    assert text == "# Context\n\nRewritten.\n"
+    assert "error [source_missing]" in str(gone)
 
 
 # the stdio server, as a client starts it

@@ -15,10 +15,10 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from governance import __version__
+from governance import __version__, errors
 from governance.agents import tools
 from governance.agents.tools import Workspace
-from governance.errors import CapsuleError, coded
+from governance.errors import CapsuleError, UsageError, coded
 from governance.output import printable
 
 URI_PREFIX = "capsule://"
@@ -162,7 +162,7 @@ def _invalid(exc: ValidationError) -> CapsuleError:
         f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
         for err in exc.errors()
     )
-    return CapsuleError(f"invalid arguments: {problems}", code="invalid_arguments")
+    return UsageError(f"invalid arguments: {problems}", code=errors.INVALID_ARGUMENTS)
 
 
 class ClosedTool(Tool):
@@ -204,7 +204,7 @@ class ClosedTool(Tool):
     ) -> Any:
         for name, why in self.withheld.items():
             if name in arguments:
-                return error_result(CapsuleError(why, code="write_disabled"))
+                return error_result(UsageError(why, code=errors.WRITE_DISABLED))
         try:
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:

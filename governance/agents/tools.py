@@ -11,6 +11,7 @@ from typing import Any
 
 import pygit2
 
+from governance import errors
 from governance.core.cache import BlobCache
 from governance.core.reader import CapsuleFile
 from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
@@ -47,7 +48,7 @@ class Workspace:
         from governance.core.paths import repo_relative
 
         if not isinstance(given, str):
-            raise UsageError("a path must be a string", code="usage")
+            raise UsageError("a path must be a string", code=errors.USAGE)
         path = repo_relative(self.repo, given) if os.path.isabs(given) else given
         check_path(path)
         return path
@@ -59,7 +60,7 @@ class Workspace:
         if self.repo.workdir is None:
             raise UsageError(
                 f"{path}: the repository is bare: pass the capsule JSON instead",
-                code="no_work_tree",
+                code=errors.NO_WORKING_TREE,
             )
         current = self.root
         for part in path.split("/"):
@@ -68,17 +69,17 @@ class Workspace:
                 info = os.lstat(current)
             except OSError:
                 raise SourceError(
-                    f"{path}: no such file in the work tree", code="source_missing", path=path
+                    f"{path}: no such file in the work tree", code=errors.SOURCE_MISSING, path=path
                 ) from None
             if stat.S_ISLNK(info.st_mode):
                 raise SourceError(
                     f"{path}: {posixpath.relpath(current, self.root)} is a symbolic link; "
                     "files are never read through links",
-                    code="source_symlink",
+                    code=errors.SOURCE_SYMLINK,
                     path=path,
                 )
         if not stat.S_ISREG(info.st_mode):
-            raise SourceError(f"{path}: not a regular file", code="source_not_file", path=path)
+            raise SourceError(f"{path}: not a regular file", code=errors.SOURCE_NOT_FILE, path=path)
         if info.st_size > MAX_INPUT_BYTES:
             raise _too_large(path, info.st_size)
         fd = os.open(current, os.O_RDONLY | os.O_NOFOLLOW)
@@ -92,7 +93,7 @@ class Workspace:
 def _too_large(what: str, size: int) -> MalformedInput:
     return MalformedInput(
         f"{what}: {size} bytes is over the {MAX_INPUT_BYTES} bytes a tool reads",
-        code="input_too_large",
+        code=errors.INPUT_TOO_LARGE,
     )
 
 
@@ -101,7 +102,7 @@ def _capsule_from(ws: Workspace, capsule: str | None, path: str | None) -> tuple
     from governance.core.reader import read_capsule
 
     if (capsule is None) == (path is None):
-        raise UsageError("give exactly one of capsule (its JSON text) or path", code="usage")
+        raise UsageError("give exactly one of capsule (its JSON text) or path", code=errors.USAGE)
     if capsule is not None:
         data = capsule.encode("utf-8", "surrogatepass")
         if len(data) > MAX_INPUT_BYTES:
@@ -144,7 +145,7 @@ def build(ws: Workspace, packet: str, at: str = "HEAD", record: bool = False) ->
     if record and not ws.write_enabled:
         raise UsageError(
             "writing a record is disabled: start the server with --enable-write",
-            code="write_disabled",
+            code=errors.WRITE_DISABLED,
         )
     packet_path = ws.relative(packet)
     snapshot = Snapshot.at(ws.repo, at)
@@ -229,7 +230,7 @@ def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) ->
     from governance.guards.check import check_packets, exit_code, find_packets
 
     if all == bool(packets):
-        raise UsageError("name packets or set all, not both and not neither", code="usage")
+        raise UsageError("name packets or set all, not both and not neither", code=errors.USAGE)
     snapshot = Snapshot.at(ws.repo, "HEAD")
     snapshot.cache = ws.cache
     names = (

@@ -53,6 +53,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from governance import errors
     from governance.agents.tools import Workspace
     from governance.errors import UsageError
     from governance.output import err
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise UsageError(
             f"capsule mcp needs the MCP SDK: pip install 'git-capsule[mcp]' ({exc})",
-            code="mcp_unavailable",
+            code=errors.MCP_UNAVAILABLE,
         ) from None
     serve(workspace)
     return 0
