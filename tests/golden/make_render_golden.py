@@ -88,7 +88,10 @@ def _git(repo: Path, *args: str) -> None:
         "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
         "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
     }
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=False)
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace")
+        raise RuntimeError(f"git {' '.join(args)} in {repo}: {said}")
 
 
 def make_repository(root: Path) -> Path:
