@@ -142,6 +142,18 @@ def test_build_returns_the_cli_capsule_its_view_and_counts(
     assert result.content[0].text == render_markdown(read_capsule(data))
 
 
+def test_build_passes_the_builders_warnings_on(repo: Repo) -> None:
+    repo.write(
+        "packets/P-2/packet.yml",
+        packet_yaml("P-2", ["docs/roadmap.md#phase-2", "docs/roadmap.md#details"]),
+    )
+    repo.write("packets/P-2/context.md", "# Context\n")
+    repo.commit("overlapping reads")
+    value = ok(call(repo, "build", {"packet": "packets/P-2/packet.yml"}))
+    assert [w["code"] for w in value["warnings"]] == ["reads_overlap"]
+    assert ok(call(repo, "build", {"packet": P1}))["warnings"] == []
+
+
 def test_build_at_a_commit_and_an_absolute_path_inside(
     repo: Repo, cli: Callable[..., Result]
 ) -> None:

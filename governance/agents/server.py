@@ -72,6 +72,7 @@ class BuildOut(_Closed):
     capsule: dict[str, Any] = Field(description="the capsule/1 document")
     capsule_json: str = Field(description="the capsule's exact canonical JSON text")
     record: RecordOut | None
+    warnings: list[dict[str, Any]] = Field(description="reads_overlap and the like; never a gate")
 
 
 class CapsuleRef(_Closed):

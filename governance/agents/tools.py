@@ -165,6 +165,7 @@ def build(ws: Workspace, packet: str, at: str = "HEAD", record: bool = False) ->
         "capsule": built.document,
         "capsule_json": built.data.decode("utf-8"),
         "record": None,
+        "warnings": [w.to_json() for w in built.warnings],
     }
     if record:
         from governance.history.records import write_record
