@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/bench_audit.py [--records N ...] [--history COMMITS ...]
-                                          [--keep DIR]
+                                          [--keep DIR] [--smoke]
 
 For each ``--records`` size (default 1,000 and 5,000) it generates a bare
 repository whose history carries one new capsule record per commit: 24
@@ -29,7 +29,9 @@ time's ``%M`` when installed (``os.wait4`` otherwise, which on Linux also
 carries over this script's own peak through exec). The floor is ``git
 cat-file --batch`` reading every distinct blob the audit reads: each record,
 and the packet, context, policy and source blobs it names. Nothing is
-asserted about time: this script only prints.
+asserted about time: this script only prints. ``--smoke`` is the smallest
+setting (10 records, a history of 20 commits, one run each) for a quick check
+that the script still works.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ from governance.core.builder import build_capsule
 from governance.core.cache import BlobCache
 from governance.core.snapshot import Snapshot
 
+# The tests' shared helpers (tests/support): the policy text, the packet helper
+# and the git environment exist once.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from support.gitrepo import POLICY, clean_environ, packet_yaml
+
 SEED = 20260301
 N_DOCS = 24
 SECTIONS = 12
@@ -65,14 +72,6 @@ RUNS = 3
 
 TARGET_REPLAYS_PER_S = 300.0
 TARGET_FLOOR_RATIO = 10.0
-
-POLICY = """\
-target_tokens: 12000
-hard_limit_tokens: 16000
-reserve_tokens: 1500
-max_required_reads: 8
-estimator: utf8_bytes_div_3_ceil
-"""
 
 VOCABULARY = """
 capsule packet record replay audit commit tree blob source excerpt heading policy budget
@@ -146,22 +145,18 @@ class Trees:
         return oid
 
 
-def _packet(index: int, rng: random.Random) -> tuple[str, list[str]]:
+def _packet(index: int, rng: random.Random) -> tuple[str, str]:
     packet_id = f"P-{index:03d}"
     docs = rng.sample(range(N_DOCS), 3)
     reads = [f"docs/doc-{d:02d}.md#topic-{d}-{rng.randrange(SECTIONS)}" for d in docs]
     reads.append(f"docs/glossary-{index % N_GLOSSARIES}.md")
-    lines = [
-        f"id: {packet_id}",
-        f"title: Benchmark work item {index}",
-        "objective: Carry the benchmark work forward.",
-        "scope: docs",
-        "dependencies: []",
-        "contracts: []",
-        "required_reads:",
-        *[f'  - "{read}"' for read in reads],
-    ]
-    return packet_id, lines
+    text = packet_yaml(
+        packet_id,
+        reads,
+        title=f"Benchmark work item {index}",
+        objective="Carry the benchmark work forward.",
+    )
+    return packet_id, text
 
 
 def generate(path: Path, commits: int, every: int) -> None:
@@ -178,9 +173,9 @@ def generate(path: Path, commits: int, every: int) -> None:
         trees.put(f"docs/glossary-{glossary}.md", text.encode())
     packets = []
     for index in range(N_PACKETS):
-        packet_id, lines = _packet(index, rng)
+        packet_id, text = _packet(index, rng)
         packets.append(packet_id)
-        trees.put(f"packets/{packet_id}/packet.yml", ("\n".join(lines) + "\n").encode())
+        trees.put(f"packets/{packet_id}/packet.yml", text.encode())
         context = f"# Context\n\nWhy work item {index} exists.\n\n" + _paragraph(rng, 50)
         trees.put(f"packets/{packet_id}/context.md", context.encode())
 
@@ -209,7 +204,7 @@ def generate(path: Path, commits: int, every: int) -> None:
 
 
 def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PYTHON"))}
+    env = {k: v for k, v in clean_environ().items() if not k.startswith("PYTHON")}
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     env["LC_ALL"] = "C"
     return env
@@ -278,7 +273,9 @@ def best(runs: list[Run]) -> Run:
     return min(runs, key=lambda run: run.wall)
 
 
-def bench(root: Path, commits: int, every: int, jobs: Sequence[int]) -> dict[str, Any]:
+def bench(
+    root: Path, commits: int, every: int, jobs: Sequence[int], runs: int = RUNS
+) -> dict[str, Any]:
     path = root / f"history-{commits}c-{commits // every}r"
     start = time.perf_counter()
     if not (path / "HEAD").exists():  # --keep DIR reuses what an earlier run generated
@@ -287,7 +284,7 @@ def bench(root: Path, commits: int, every: int, jobs: Sequence[int]) -> dict[str
     audits: dict[int, Run] = {}
     for n in jobs:
         argv = [*capsule_command(), "audit", "--json", "--jobs", str(n)]
-        audits[n] = best([measure(argv, cwd=path) for _ in range(RUNS)])
+        audits[n] = best([measure(argv, cwd=path) for _ in range(runs)])
     report = json.loads(audits[jobs[0]].stdout)
     counts = report["counts"]
     if counts["identical"] != counts["records"]:
@@ -295,7 +292,7 @@ def bench(root: Path, commits: int, every: int, jobs: Sequence[int]) -> dict[str
     blobs = floor_blobs(path, report)
     request = "".join(f"{blob}\n" for blob in blobs).encode()
     floor = best(
-        [measure(["git", "cat-file", "--batch"], cwd=path, stdin=request) for _ in range(RUNS)]
+        [measure(["git", "cat-file", "--batch"], cwd=path, stdin=request) for _ in range(runs)]
     )
     return {
         "commits": commits,
@@ -340,11 +337,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--keep", metavar="DIR", help="generate into DIR and keep it (a later run reuses it)"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="smallest setting (10 records, 20 commits, one run): checks the script runs",
+    )
     args = parser.parse_args(argv)
+    runs = RUNS
+    if args.smoke:
+        args.records, args.history, runs = [10], [20], 1
     print(
         f"python {platform.python_version()}, pygit2 {pygit2.__version__} "
         f"(libgit2 {pygit2.LIBGIT2_VERSION}), {os.cpu_count()} cpus, "
-        f"load {os.getloadavg()[0]:.2f}; best of {RUNS} runs"
+        f"load {os.getloadavg()[0]:.2f}; best of {runs} runs"
     )
     print(
         f"{'commits':>8} {'records':>8} {'blobs read':>10} {'MiB':>6} {'cat-file':>9} "
@@ -360,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for commits in args.history or [smallest * 5]:
             sizes.append((commits, commits // smallest, (1,)))
         for commits, every, jobs in sizes:
-            r = bench(root, commits, every, jobs)
+            r = bench(root, commits, every, jobs, runs)
             results.append(r)
             one = r["audits"][1]
             two = r["audits"].get(2)

@@ -41,6 +41,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# The tests' shared helpers (tests/support): the policy text, the packet helper
+# and the git environment exist once.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from support.gitrepo import POLICY, Repo, git_env, packet_yaml
+
+# What the benchmark's packets say of themselves.
+BENCH_PACKET = {
+    "title": "Benchmark packet",
+    "objective": "Measure how long a capsule takes to build and verify.",
+}
+
 SEED = 20260101
 N_FILES = 200
 MIN_BYTES = 5 * 1024
@@ -58,14 +69,6 @@ ROOMY_POLICY = """\
 # Benchmark policy: roomy enough for eight whole 50 KB reads.
 target_tokens: 200000
 hard_limit_tokens: 300000
-reserve_tokens: 1500
-max_required_reads: 8
-estimator: utf8_bytes_div_3_ceil
-"""
-
-DEFAULT_POLICY = """\
-target_tokens: 12000
-hard_limit_tokens: 16000
 reserve_tokens: 1500
 max_required_reads: 8
 estimator: utf8_bytes_div_3_ceil
@@ -206,54 +209,10 @@ def output_of(argv: Sequence[str], *, cwd: Path | None = None) -> str:
 # --------------------------------------------------------------------------- repositories
 
 
-class Git:
-    """A repository built with the git CLI, with pinned identity and dates."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.mkdir(parents=True)
-        self.env = {
-            **clean_env(),
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": "Bench",
-            "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-            "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-            "GIT_COMMITTER_NAME": "Bench",
-            "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-        }
-        self("init", "-q", "-b", "main")
-
-    def __call__(self, *args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=self.path, env=self.env, capture_output=True, text=True, check=True
-        )
-        return done.stdout.strip()
-
-    def write(self, rel: str, text: str) -> None:
-        target = self.path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(text.encode("utf-8"))
-
-    def commit(self, message: str) -> str:
-        self("add", "-A")
-        self("commit", "-q", "-m", message)
-        return self("rev-parse", "HEAD")
-
-
-def packet_yaml(packet_id: str, reads: Sequence[str]) -> str:
-    lines = [
-        f"id: {packet_id}",
-        f"title: Benchmark packet {packet_id}",
-        "objective: Measure how long a capsule takes to build and verify.",
-        "scope: docs",
-        "dependencies: []",
-        "contracts: []",
-        "required_reads:",
-    ]
-    lines += [f"  - {json.dumps(read)}" for read in reads]
-    return "\n".join(lines) + "\n"
+def new_repo(path: Path) -> Repo:
+    """A repository built with the git CLI, with the tests' pinned identity and dates."""
+    path.mkdir(parents=True)
+    return Repo(path, env={**git_env(path.parent / "home"), **clean_env()})
 
 
 def slug(title: str) -> str:
@@ -353,10 +312,10 @@ class Packet:
     blobs: tuple[str, ...]  # paths read whole by build: policy, packet, context, sources
 
 
-def make_docs_repo(root: Path) -> tuple[Git, list[Packet], int]:
+def make_docs_repo(root: Path) -> tuple[Repo, list[Packet], int]:
     rng = random.Random(SEED)
     maker = TextMaker(rng)
-    git = Git(root)
+    git = new_repo(root)
     git.write("policies/capsule.yml", ROOMY_POLICY)
     docs = []
     for index in range(N_FILES):
@@ -373,7 +332,7 @@ def make_docs_repo(root: Path) -> tuple[Git, list[Packet], int]:
             for i, doc in enumerate(chosen)
         ]
         folder = f"packets/{packet_id}"
-        git.write(f"{folder}/packet.yml", packet_yaml(packet_id, reads))
+        git.write(f"{folder}/packet.yml", packet_yaml(packet_id, reads, **BENCH_PACKET))
         context = "\n\n".join([f"# Context for {packet_id}", *(maker.block() for _ in range(6))])
         git.write(f"{folder}/context.md", context + "\n")
         blobs = (
@@ -388,9 +347,9 @@ def make_docs_repo(root: Path) -> tuple[Git, list[Packet], int]:
     return git, packets, total
 
 
-def make_huge_repo(root: Path) -> Git:
-    git = Git(root)
-    git.write("policies/capsule.yml", DEFAULT_POLICY)
+def make_huge_repo(root: Path) -> Repo:
+    git = new_repo(root)
+    git.write("policies/capsule.yml", POLICY)
     git.write("docs/small.md", "# Small\n\nA small source for the baseline build.\n")
     line = b"A repeated line of a very large generated Markdown source, padded out.\n"
     block = line * (1024 * 1024 // len(line) + 1)
@@ -401,7 +360,7 @@ def make_huge_repo(root: Path) -> Git:
             handle.write(chunk)
             written += len(chunk)
     for packet_id, read in (("HUGE", "docs/huge.md"), ("SMALL", "docs/small.md")):
-        git.write(f"packets/{packet_id}/packet.yml", packet_yaml(packet_id, [read]))
+        git.write(f"packets/{packet_id}/packet.yml", packet_yaml(packet_id, [read], **BENCH_PACKET))
         git.write(f"packets/{packet_id}/context.md", f"# {packet_id}\n\nOne whole-file read.\n")
     git.commit("a huge source")
     return git

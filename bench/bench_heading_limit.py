@@ -36,6 +36,11 @@ import tempfile
 import time
 from pathlib import Path
 
+# The tests' shared helpers (tests/support): the packet helper and the git
+# environment exist once.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from support.gitrepo import Repo, git_env, packet_yaml
+
 SEED = 20260109
 TARGET_ADMIT_S = 2.0
 TARGET_ADMIT_MB = 300.0
@@ -75,37 +80,9 @@ def write_markdown(path: Path, size: int, rng: random.Random) -> None:
         out.write(chunk[: size - written - 1] + b"\n")
 
 
-def git(repo: Path, *args: str) -> None:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "bench",
-        "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-        "GIT_COMMITTER_NAME": "bench",
-        "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-    }
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-
-
-def packet(packet_id: str, reads: list[str]) -> str:
-    lines = [
-        f"id: {packet_id}",
-        "title: Heading-limit benchmark",
-        "objective: Measure heading reads of large sources.",
-        "scope: docs",
-        "dependencies: []",
-        "contracts: []",
-        "required_reads:",
-    ]
-    lines += [f'  - "{read}"' for read in reads]
-    return "\n".join(lines) + "\n"
-
-
 def make_repo(where: Path, limit: int, huge: int) -> Path:
     repo = where / "limit-repo"
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
+    git = Repo(repo, env=git_env(where / "home"))
     rng = random.Random(SEED)
     (repo / "policies").mkdir()
     # The default limit is left implicit, so a checkout without the key can run it.
@@ -118,10 +95,15 @@ def make_repo(where: Path, limit: int, huge: int) -> Path:
     for packet_id, its_reads in (("ADMIT", reads), ("REFUSE", ["docs/huge.md#section-1"])):
         folder = repo / "packets" / packet_id
         folder.mkdir(parents=True)
-        (folder / "packet.yml").write_text(packet(packet_id, its_reads))
+        text = packet_yaml(
+            packet_id,
+            its_reads,
+            title="Heading-limit benchmark",
+            objective="Measure heading reads of large sources.",
+        )
+        (folder / "packet.yml").write_text(text)
         (folder / "context.md").write_text("# Context\n\nBenchmark.\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "bench")
+    git.commit("bench")
     return repo
 
 

@@ -13,6 +13,7 @@ It also times loading the tokenizer and counting a capsule.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import math
@@ -88,7 +89,14 @@ def repository() -> dict[str, str]:
     return corpora
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest setting, for the smoke test: this script has one size, already small",
+    )
+    parser.parse_args(argv)
     from governance.agents import tokens
 
     started = time.perf_counter()
