@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gitrepo import Repo, Result
 from governance.errors import CapsuleError
 from governance.output import write_atomic
+from support.gitrepo import Repo, Result
 
 
 def test_regression_output_to_a_fifo_is_refused_not_replaced(tmp_path: Path) -> None:
