@@ -23,7 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_hook import git, make_repo
+# The tests' shared helpers (tests/support): the git environment exists once.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from bench_hook import make_repo
+
+from support.gitrepo import Repo, git_env
 
 TARGET_S = 1.5
 
@@ -54,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         repos = {}
         for size in args.packets:
             repo = make_repo(Path(tmp), size, 0)
-            git(repo, "reset", "-q", "--hard")  # the staged edit bench_hook makes is not wanted
+            # The staged edit bench_hook makes is not wanted here.
+            Repo(repo, git_env(Path(tmp) / "home"), init=False).git("reset", "-q", "--hard")
             repos[size] = repo
             check_all(repo)  # warm-up: page cache and .pyc files
         times: dict[int, list[float]] = {size: [] for size in args.packets}

@@ -113,14 +113,18 @@ class Result:
 class Repo:
     """A real git repository in a temp folder, with reproducible commit ids."""
 
-    def __init__(self, path: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, path: Path, env: Mapping[str, str] | None = None, *, init: bool = True
+    ) -> None:
         """``env``: the environment git runs in (default: this process's, which
-        conftest.py isolates for every test)."""
+        conftest.py isolates for every test); ``init=False`` for a repository
+        that exists already."""
         self.path = path
         self.env = env
         self._tick = 0
-        path.mkdir(parents=True, exist_ok=True)
-        self.git("init", "-q", "-b", "main")
+        if init:
+            path.mkdir(parents=True, exist_ok=True)
+            self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str, check: bool = True) -> str:
         self._tick += 1
