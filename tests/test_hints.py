@@ -8,9 +8,9 @@ from pathlib import Path
 
 from test_qualified import KEP
 
-from gitrepo import POLICY, Repo, packet_yaml
 from governance.core.builder import build_capsule
 from governance.core.snapshot import Snapshot, open_repository
+from support.gitrepo import POLICY, Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from capsule_hooks import records
-from gitrepo import Repo, Result
 from governance.errors import CapsuleError
 from governance.output import write_atomic
+from support.gitrepo import Repo, Result
 
 PACKET = "packets/P-1/packet.yml"
 
