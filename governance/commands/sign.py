@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import stat
-import sys
 from typing import Any
 
 from governance.commands._args import add_json_flag
@@ -88,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from governance.history.records import signature_path
     from governance.history.signatures import sign_bytes, ssh_keygen
     from governance.history.signers import parse_signature
-    from governance.output import print_json, printable, write_atomic
+    from governance.output import err, out, print_json, write_atomic
 
     ssh_keygen()  # ssh_keygen_missing before anything is read
     # 1. Every record passes its pre-checks before any is signed.
@@ -112,11 +111,9 @@ def run(args: argparse.Namespace) -> int:
         print_json({"signed": signed})
     else:
         for item in signed:
-            print(
-                printable(
-                    f"signed  {item['record']}  -> {item['signature']}  "
-                    f"(key {item['key']}, {item['status']})"
-                )
+            out(
+                f"signed  {item['record']}  -> {item['signature']}  "
+                f"(key {item['key']}, {item['status']})"
             )
-        print(f"capsule: signed {len(signed)} record(s)", file=sys.stderr)
+        err(f"capsule: signed {len(signed)} record(s)")
     return 0

@@ -66,10 +66,15 @@ def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
     failures = tuple(f for record in records for f in check_record(repo, snapshot, record))
     # Staged changes only: what pre-commit passes is never a way to add a file.
     strays = tuple(_stray(path) for path in sorted(staged.changed - staged.deleted))
+    # Signatures: a .sig needs its record; with policies/signing.yml at HEAD on,
+    # every staged record (or one whose .sig changed) a trusted signature.
+    from governance.guards.signed_records import signature_failures
+
+    signed, unsigned = signature_failures(repo, snapshot, candidates | set(staged.deleted))
     return GuardReport(
         "record",
-        tuple(sorted({*records, *(f.path for f in strays if f)})),
-        tuple(f for f in strays if f) + failures,
+        tuple(sorted({*records, *signed, *(f.path for f in strays if f)})),
+        tuple(f for f in strays if f) + failures + tuple(unsigned),
     )
 
 

@@ -274,3 +274,34 @@ def check_signature(
     return SignatureCheck(
         SIGNED, f"signed by {current[0].principals}", principal=current[0].principal(), key=key
     )
+
+
+SIGNING_POLICY_PATH = "policies/signing.yml"
+
+
+def signatures_required(snapshot: Any) -> bool:
+    """``require_signatures`` of ``policies/signing.yml`` in a trusted snapshot
+    (false without the file). The switch is read from the trusted revision,
+    like the signers: a commit cannot switch its own check off."""
+    from governance.core.yamlload import load_yaml
+
+    data = _read_optional(snapshot, SIGNING_POLICY_PATH)
+    if not data.strip():
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedInput(
+            f"{SIGNING_POLICY_PATH}: not UTF-8", code="signing_policy_malformed"
+        ) from None
+    value = load_yaml(text, path=SIGNING_POLICY_PATH, code="signing_policy_malformed")
+    if (
+        not isinstance(value, dict)
+        or set(value) != {"require_signatures"}
+        or not isinstance(value["require_signatures"], bool)
+    ):
+        raise MalformedInput(
+            f"{SIGNING_POLICY_PATH}: must be exactly 'require_signatures: true' or 'false'",
+            code="signing_policy_malformed",
+        )
+    return bool(value["require_signatures"])
