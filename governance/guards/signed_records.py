@@ -47,7 +47,7 @@ def signature_failures(
 ) -> tuple[list[str], list[Failure]]:
     """The records whose signatures were checked, and the failures, for the
     staged ``changed`` paths read from ``snapshot`` (the index)."""
-    from governance.history.record_check import is_record_path
+    from governance.history.records import is_record_path
 
     changed = set(changed)
     failures: list[Failure] = []
