@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cgp_session import DATA, Provider, assert_valid
 
+from support.cgp_session import DATA, Provider, assert_valid
 from support.gitrepo import Repo, packet_yaml
 
 ANCHOR = "capsule://packets/P-1"

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from signing import Key, make_key, raw_sign
 
 from governance.core.snapshot import Snapshot, open_repository
 from governance.errors import CapsuleError, MalformedInput
@@ -31,6 +30,7 @@ from governance.history.signatures import (
 from governance.history.signers import parse_allowed_signers, parse_signature
 from support.gitrepo import Repo, packet_yaml
 from support.history import P2, record
+from support.signing import Key, make_key, raw_sign
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from capsule_hooks import records
-from gitrepo import Repo, Result, packet_yaml
-from history import P2, record
-from signing import Key, make_key
+from support.gitrepo import Repo, Result, packet_yaml
+from support.history import P2, record
+from support.signing import Key, make_key
 
 POLICY_ON = "require_signatures: true\n"
 
@@ -154,3 +154,16 @@ def test_a_malformed_signing_policy_is_reported(cli, repo: Repo, hook) -> None:
     result = hook(repo)
     assert result.code == 2
     assert "signing_policy_malformed" in result.err
+
+
+def test_the_unsigned_line_in_the_guards_page_is_the_one_printed(cli, repo: Repo, hook) -> None:
+    # No keys: the commit ids stay reproducible, so docs/guards.md can show the line.
+    repo.write("policies/signing.yml", POLICY_ON)
+    repo.commit("require signatures")
+    record(cli, repo)
+    repo.git("add", "-A")
+    result = hook(repo)
+    (line,) = result.out.splitlines()
+    assert line.split(": ")[2] == "unsigned"
+    guards = Path(__file__).resolve().parents[1] / "docs" / "guards.md"
+    assert line in guards.read_text(encoding="utf-8")

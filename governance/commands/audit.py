@@ -13,6 +13,7 @@ from governance.output import err, out, plural, printable
 
 if TYPE_CHECKING:
     from governance.history.audit import Row
+    from governance.history.signed_audit import SignatureReport
 
 HELP = "replay every capsule record found in history (each distinct blob once)"
 
@@ -109,6 +110,23 @@ def register(sub: Any) -> None:
         type=_shard,
         help="replay only the I-th of N deterministic slices of the records found",
     )
+    parser.add_argument(
+        "--require-signatures",
+        action="store_true",
+        help=(
+            "also check the .sig of every record found that is still at the range's tip "
+            "against policies/allowed_signers of a trusted revision (docs/signing.md); "
+            "any record not signed by a trusted signer exits 1"
+        ),
+    )
+    parser.add_argument(
+        "--signers-at",
+        metavar="REV",
+        help=(
+            "the trusted revision to read the allowed signers from (default: A of A..B, "
+            "else the tip); never the commits being audited"
+        ),
+    )
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -175,6 +193,14 @@ def run(args: argparse.Namespace) -> int:
     # Before the repository is opened: libgit2's cache stays off for its objects.
     limit_git_memory()
     repo = open_repository()
+    if args.require_signatures:
+        from governance.history.signatures import ssh_keygen
+
+        ssh_keygen()  # ssh_keygen_missing before any work
+    elif args.signers_at is not None:
+        from governance.errors import UsageError
+
+        raise UsageError("--signers-at goes with --require-signatures", code="usage")
     progress = Progress()
     try:
         report = audit(
@@ -188,10 +214,22 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.finish()
     where = report.range
+    signatures = None
+    if args.require_signatures:
+        from governance.history.signed_audit import audit_signatures
+
+        found = [(row.path, row.blob_id) for row in report.rows]
+        signatures = audit_signatures(repo, where, found, signers_at=args.signers_at)
     if args.json:
-        print_json(report.to_json())
+        document = report.to_json()
+        if signatures is not None:
+            document["signatures"] = signatures.to_json()
+            document["ok"] = report.ok and signatures.ok
+        print_json(document)
     else:
         _print_table(report.rows)
+        if signatures is not None:
+            _print_signatures(signatures)
     if where.tip is None:
         err("capsule: no commits, no records: HEAD has no commits yet")
         return 0
@@ -204,7 +242,28 @@ def run(args: argparse.Namespace) -> int:
         f"{where.spec} at {where.tip[:12]}{scope}: "
         f"{counts['identical']} identical, {counts['drift']} drift, {counts['error']} error"
     )
+    if signatures is not None:
+        shown = ", ".join(f"{n} {status}" for status, n in signatures.counts().items()) or "none"
+        trusted = signatures.trusted[:12] if signatures.trusted else "-"
+        err(
+            f"capsule: signatures of the {plural(len(signatures.rows), 'record')} at the tip, "
+            f"signers trusted at {trusted}: {shown}"
+        )
+        return 0 if report.ok and signatures.ok else 1
     return 0 if report.ok else 1
+
+
+def _print_signatures(report: SignatureReport) -> None:
+    lines = [("SIGNATURE", "PATH", "SIGNED IN", "DETAIL")]
+    for row in report.rows:
+        detail = f"by {row.principal}" if row.status == "signed" else row.message
+        introduced = row.introduced[:12] if row.introduced else "-"
+        lines.append((row.status, printable(row.path), introduced, printable(detail)))
+    widths = [max(len(line[column]) for line in lines) for column in range(3)]
+    out()
+    for line in lines:
+        cells = [cell.ljust(width) for cell, width in zip(line[:3], widths, strict=True)]
+        out("  ".join([*cells, line[3]]).rstrip())
 
 
 def _print_table(table: Sequence[Row]) -> None:

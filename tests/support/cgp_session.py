@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-DATA = Path(__file__).resolve().parent / "data" / "cgp"
+DATA = Path(__file__).resolve().parents[1] / "data" / "cgp"
 TIMEOUT = 60.0
 
 
