@@ -280,6 +280,47 @@ SSH_KEYGEN_FAILED = _code("ssh_keygen_failed", CapsuleError)
 KEY_UNREADABLE = _code("key_unreadable", CapsuleError)
 SIGN_FAILED = _code("sign_failed", CapsuleError)
 SIGNERS_MALFORMED = _code("signers_malformed", MalformedInput)
+SIGNING_POLICY_MALFORMED = _code("signing_policy_malformed", MalformedInput)
+# Reported, never raised: a record's signature where signatures are required (exit 1).
+UNSIGNED = _code(
+    "unsigned",
+    None,
+    exit_code=EXIT_DRIFT,
+    record_advice="sign it: capsule sign RECORD --key KEY, and stage RECORD.sig",
+)
+BAD_SIGNATURE = _code(
+    "bad_signature",
+    None,
+    exit_code=EXIT_DRIFT,
+    record_advice="sign the record as it is staged again: capsule sign RECORD --key KEY",
+)
+UNKNOWN_SIGNER = _code(
+    "unknown_signer",
+    None,
+    exit_code=EXIT_DRIFT,
+    record_advice="sign with a key HEAD's policies/allowed_signers lists; a new key is trusted "
+    "from the commit after the one that adds it",
+)
+SIGNER_EXPIRED = _code(
+    "signer_expired",
+    None,
+    exit_code=EXIT_DRIFT,
+    record_advice="sign with a key that is valid now, or extend its lifetime in a commit of "
+    "its own",
+)
+SIGNER_REVOKED = _code(
+    "signer_revoked",
+    None,
+    exit_code=EXIT_DRIFT,
+    record_advice="sign with a key that is not revoked",
+)
+# Reported, never raised: a .sig in a records folder with no record beside it.
+SIGNATURE_WITHOUT_RECORD = _code(
+    "signature_without_record",
+    None,
+    exit_code=EXIT_SOURCE,
+    record_advice="stage the record beside it, or remove the .sig",
+)
 
 # The MCP server (capsule mcp): its tool errors carry these and every code above.
 MCP_UNAVAILABLE = _code("mcp_unavailable", UsageError)

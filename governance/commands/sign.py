@@ -16,8 +16,9 @@ EPILOG = """\
 exit codes:
   0  every record was signed
   2  bad usage, a record that fails its pre-checks (capsule_corrupt, non_canonical,
-     ...), record_not_file, record_too_large, key_unreadable, sign_failed, or
+     ...), record_unreadable, record_too_large, key_unreadable, sign_failed, or
      ssh_keygen_missing (ssh-keygen is not on PATH)
+  3  record_not_file: a symbolic link or a folder, not a record file
 
 errors carry a stable code; with --json they are printed on stdout as
 {"error": {"code": ..., "message": ...}}."""

@@ -15,20 +15,15 @@ from datetime import UTC, datetime
 import pygit2
 
 from governance.core.snapshot import Snapshot
-from governance.errors import EXIT_DRIFT, EXIT_SOURCE, SourceError
+from governance.errors import (
+    EXIT_DRIFT,
+    EXIT_SOURCE,
+    SIGNATURE_WITHOUT_RECORD,
+    SourceError,
+    record_advice,
+)
 from governance.guards.check import Failure
 from governance.history.records import signature_path, signed_record
-
-ADVICE = {
-    "unsigned": "sign it: capsule sign RECORD --key KEY, and stage RECORD.sig",
-    "bad_signature": "sign the record as it is staged again: capsule sign RECORD --key KEY",
-    "unknown_signer": "sign with a key HEAD's policies/allowed_signers lists; a new key is "
-    "trusted from the commit after the one that adds it",
-    "signer_expired": "sign with a key that is valid now, or extend its lifetime in a commit "
-    "of its own",
-    "signer_revoked": "sign with a key that is not revoked",
-    "signature_without_record": "stage the record beside it, or remove the .sig",
-}
 
 
 def _present(snapshot: Snapshot, path: str) -> bytes | None:
@@ -61,10 +56,10 @@ def signature_failures(
                 Failure(
                     path,
                     "$",
-                    "signature_without_record",
+                    SIGNATURE_WITHOUT_RECORD,
                     f"{path} signs {record}, which is not staged",
                     EXIT_SOURCE,
-                    ADVICE["signature_without_record"],
+                    record_advice(SIGNATURE_WITHOUT_RECORD),
                 )
             )
     # 2. With the policy on at HEAD, each staged record (or record whose
@@ -105,7 +100,7 @@ def signature_failures(
                     result.status,
                     result.message,
                     EXIT_DRIFT,
-                    ADVICE[result.status],
+                    record_advice(result.status),
                     {"signature": result.to_json()},
                 )
             )

@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from governance.errors import SOURCE_MISSING, CapsuleError, MalformedInput, SourceError
+from governance.errors import (
+    BAD_SIGNATURE,
+    SIGNER_EXPIRED,
+    SIGNER_REVOKED,
+    SOURCE_MISSING,
+    UNKNOWN_SIGNER,
+    UNSIGNED,
+    CapsuleError,
+    MalformedInput,
+    SourceError,
+)
 from governance.history.signers import (
     AllowedSigner,
     NotASignature,
@@ -34,11 +44,6 @@ ALLOWED_SIGNERS_PATH = "policies/allowed_signers"
 REVOKED_SIGNERS_PATH = "policies/revoked_signers"
 
 SIGNED = "signed"
-UNSIGNED = "unsigned"
-BAD_SIGNATURE = "bad_signature"
-UNKNOWN_SIGNER = "unknown_signer"
-SIGNER_EXPIRED = "signer_expired"
-SIGNER_REVOKED = "signer_revoked"
 RESULTS = (SIGNED, UNSIGNED, BAD_SIGNATURE, UNKNOWN_SIGNER, SIGNER_EXPIRED, SIGNER_REVOKED)
 
 # A signature is a few hundred bytes; a signers file a line per maintainer.

@@ -18,7 +18,7 @@ from typing import Any
 import pygit2
 
 from governance.core.snapshot import Snapshot
-from governance.errors import SourceError
+from governance.errors import SIGNATURE_WITHOUT_RECORD, SourceError
 from governance.history.globs import PathGlobs
 from governance.history.ranges import Range, parse_range
 from governance.history.records import SIGNATURES_GLOB, signature_path, signed_record
@@ -30,8 +30,6 @@ from governance.history.signatures import (
     load_signers,
 )
 from governance.history.walk import find_records
-
-NO_RECORD = "signature_without_record"
 
 
 @dataclass(frozen=True)
@@ -160,7 +158,9 @@ def audit_signatures(
             continue
         if _blob(tip, record) is None:
             message = f"{version.path} signs {record}, which is not at the tip"
-            rows.append(SignatureRow(version.path, NO_RECORD, message, None, None, None))
+            rows.append(
+                SignatureRow(version.path, SIGNATURE_WITHOUT_RECORD, message, None, None, None)
+            )
             at_tip.add(record)
     return SignatureReport(trusted_id, tuple(rows))
 
