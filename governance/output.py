@@ -12,7 +12,6 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from governance.core import canonical
 from governance.errors import OUTPUT_FAILED, OUTPUT_NOT_FILE, UsageError
 
 
@@ -170,6 +169,9 @@ def print_json(value: Any) -> None:
     """``value`` as canonical JSON on stdout. Every string in it (a path from
     history, a --paths pattern, a message quoting one) is shown with U+FFFD for
     what is not UTF-8, rather than failing to print at all."""
+    # Imported here: a --help or a plain-text command never pays for json.
+    from governance.core import canonical
+
     try:
         data = canonical.dumps(value)
     except UnicodeEncodeError:

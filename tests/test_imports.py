@@ -4,11 +4,11 @@ change cannot silently add tens of milliseconds to every call (issue 13)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,20 +16,24 @@ from support.gitrepo import Repo
 
 # Run in a fresh interpreter: what a process imports, not what this one has.
 PROBE = r"""
-import contextlib, io, json, sys
-argv = json.loads(sys.argv[2])
+import io, sys
+argv = sys.argv[2:]
 if sys.argv[1] == "capsule":
     from governance.cli import main
 else:
     main = __import__(f"capsule_hooks.{sys.argv[1]}", fromlist=["main"]).main
 class Sink(io.StringIO):
     buffer = io.BytesIO()
-with contextlib.redirect_stdout(Sink()), contextlib.redirect_stderr(io.StringIO()):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+out, err = sys.stdout, sys.stderr
+sys.stdout, sys.stderr = Sink(), Sink()
+try:
+    code = main(argv)
+except SystemExit as exc:
+    code = exc.code
+sys.stdout, sys.stderr = out, err
+# Nothing imported for the report itself: one name a line, the exit code first.
+print(code)
+print("\n".join(sorted(sys.modules)))
 """
 
 # Top-level packages a build may load besides the standard library: pygit2 (with
@@ -38,20 +42,29 @@ GIT_AND_TEXT = {"governance", "pygit2", "markdown_it", "mdurl", "yaml"}
 NEVER = {"jsonschema", "referencing", "rpds", "attrs", "mcp", "tiktoken", "pydantic", "anyio"}
 
 
-def _probe(entry: str, argv: list[str], cwd: Path) -> tuple[int, set[str], set[str]]:
+def _modules(entry: str, argv: list[str], cwd: Path) -> set[str]:
+    return set(_run(entry, argv, cwd)["modules"])
+
+
+def _run(entry: str, argv: list[str], cwd: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {
         "HOME": os.environ["HOME"],
         "GIT_CONFIG_NOSYSTEM": "1",
     }
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, entry, json.dumps(argv)],
+        [sys.executable, "-c", PROBE, entry, *argv],
         cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
         check=True,
     )
-    report = json.loads(done.stdout)
+    code, *modules = done.stdout.splitlines()
+    return {"code": int(code), "modules": modules}
+
+
+def _probe(entry: str, argv: list[str], cwd: Path) -> tuple[int, set[str], set[str]]:
+    report = _run(entry, argv, cwd)
     modules = set(report["modules"])
     # Interpreter and packaging helpers (site hooks, C-extension runtimes) are not ours to list.
     third_party = {
@@ -72,6 +85,12 @@ def test_help_imports_no_command_and_no_library(repo: Repo) -> None:
     assert code == 0
     assert third_party == {"governance"}
     assert commands == SHARED
+
+
+def test_help_imports_none_of_the_costly_standard_modules(repo: Repo) -> None:
+    # Each of these costs milliseconds; a --help needs none of them.
+    modules = _modules("capsule", ["--help"], repo.path)
+    assert not modules & {"dataclasses", "inspect", "tempfile", "json", "importlib.resources"}
 
 
 @pytest.mark.parametrize("command", ["verify", "audit", "check", "continuation"])
