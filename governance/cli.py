@@ -21,6 +21,7 @@ from governance.commands._boundary import run_guarded
 # Every command, in --help's order, with the one-line help its module's HELP
 # says (tests/test_cli.py keeps the two equal).
 COMMANDS: Mapping[str, str] = {
+    "init": "write a commented default policy and an example packet (never overwrites)",
     "build": "compile a packet into a canonical context capsule",
     "verify": "check a capsule's parts against a commit (never rewrites it)",
     "replay": "rebuild a capsule at its declared commit and compare it byte for byte",

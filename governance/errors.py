@@ -158,6 +158,7 @@ OUTPUT_NOT_FILE = _code("output_not_file", UsageError)
 INDEX_UNREADABLE = _code("index_unreadable", UsageError)
 INDEX_CONFLICTED = _code("index_conflicted", UsageError)
 HOOK_EXISTS = _code("hook_exists", UsageError)
+FILE_EXISTS = _code("file_exists", UsageError)
 HOOK_NOT_EXECUTABLE = _code("hook_not_executable", UsageError)
 RECORD_CONFLICT = _code("record_conflict", CapsuleError)
 NOT_A_RECORD = _code(
