@@ -255,6 +255,18 @@ def test_verify_errors(repo: Repo, tmp_path: Path) -> None:
     error(call(repo, "verify", {"path": "docs/linked/outside.json"}), "source_symlink")
 
 
+def test_verify_reads_only_regular_files_and_bounds_them(repo: Repo) -> None:
+    os.mkfifo(repo.path / "pipe.json")
+    # A FIFO would block a reader forever: it is refused, not opened for reading.
+    error(call(repo, "verify", {"path": "pipe.json"}), "source_not_file")
+    error(call(repo, "verify", {"path": "docs"}), "source_not_file")
+    error(call(repo, "verify", {"path": "docs/notes.md/x.json"}), "source_missing")
+    with open(repo.path / "huge.json", "wb") as handle:
+        handle.truncate(17 << 20)  # sparse: no 17 MiB written to disk
+    error(call(repo, "verify", {"path": "huge.json"}), "input_too_large")
+    error(call(repo, "verify", {"capsule": "x" * (17 << 20)}), "input_too_large")
+
+
 # replay
 
 
@@ -459,3 +471,15 @@ def test_a_folder_that_is_no_repository_is_refused_before_serving(tmp_path: Path
     )
     assert done.returncode == 2
     assert "not_a_repository" in done.stderr
+
+
+def test_the_server_exits_0_when_its_client_closes_stdin(repo: Repo) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "governance", "mcp", "--repo", str(repo.path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b""

@@ -3,6 +3,7 @@ start: each returns a JSON-ready dict or raises a coded CapsuleError."""
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import stat
@@ -62,32 +63,57 @@ class Workspace:
                 f"{path}: the repository is bare: pass the capsule JSON instead",
                 code=errors.NO_WORKING_TREE,
             )
-        current = self.root
-        for part in path.split("/"):
-            current = os.path.join(current, part)
-            try:
-                info = os.lstat(current)
-            except OSError:
+        # One component at a time from the root's descriptor, never following a
+        # link and never blocking on a FIFO: what is checked is what is read.
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            parts = path.split("/")
+            for depth, part in enumerate(parts):
+                last = depth == len(parts) - 1
+                flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+                try:
+                    opened = os.open(part, flags, dir_fd=fd)
+                except OSError as exc:
+                    raise self._unreadable(path, "/".join(parts[: depth + 1]), exc) from None
+                os.close(fd)
+                fd = opened
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 raise SourceError(
-                    f"{path}: no such file in the work tree", code=errors.SOURCE_MISSING, path=path
-                ) from None
-            if stat.S_ISLNK(info.st_mode):
-                raise SourceError(
-                    f"{path}: {posixpath.relpath(current, self.root)} is a symbolic link; "
-                    "files are never read through links",
-                    code=errors.SOURCE_SYMLINK,
-                    path=path,
+                    f"{path}: not a regular file", code=errors.SOURCE_NOT_FILE, path=path
                 )
-        if not stat.S_ISREG(info.st_mode):
-            raise SourceError(f"{path}: not a regular file", code=errors.SOURCE_NOT_FILE, path=path)
-        if info.st_size > MAX_INPUT_BYTES:
-            raise _too_large(path, info.st_size)
-        fd = os.open(current, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
-        if len(data) > MAX_INPUT_BYTES:
-            raise _too_large(path, len(data))
-        return path, data
+            if info.st_size > MAX_INPUT_BYTES:
+                raise _too_large(path, info.st_size)
+            chunks = []
+            size = 0
+            while size <= MAX_INPUT_BYTES:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
+        if size > MAX_INPUT_BYTES:
+            raise _too_large(path, size)
+        return path, b"".join(chunks)
+
+    def _unreadable(self, path: str, walked: str, exc: OSError) -> CapsuleError:
+        try:
+            link = stat.S_ISLNK(os.lstat(os.path.join(self.root, walked)).st_mode)
+        except OSError:
+            link = False
+        if link:
+            return SourceError(
+                f"{path}: {walked} is a symbolic link; files are never read through links",
+                code=errors.SOURCE_SYMLINK,
+                path=path,
+            )
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return SourceError(
+                f"{path}: no such file in the work tree", code=errors.SOURCE_MISSING, path=path
+            )
+        return CapsuleError(f"{path}: cannot read: {exc.strerror}", code=errors.IO_ERROR)
 
 
 def _too_large(what: str, size: int) -> MalformedInput:
