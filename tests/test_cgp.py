@@ -23,6 +23,7 @@ from support.gitrepo import Repo, packet_yaml
 ANCHOR = "capsule://packets/P-1"
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+SESSION = Path(__file__).resolve().parents[1] / "docs" / "examples" / "cgp-session.ndjson"
 
 
 @pytest.fixture
@@ -523,7 +524,7 @@ def test_not_a_repository_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_full_session_handshake_query_verify_shutdown(repo: Repo, provider: Provider) -> None:
     provider.handshake("contextgraph/1.0-draft")
-    frames = provider.query("q1", anchors=[ANCHOR], max_frames=2, max_tokens=4096)
+    frames = provider.query("q1", anchors=[ANCHOR], max_frames=3, max_tokens=4096)
     assert frames["result"]["truncated"] is True
     _verify(provider, frames["result"]["frames"])
     provider.send({"type": "shutdown"})
@@ -541,6 +542,8 @@ def test_full_session_handshake_query_verify_shutdown(repo: Repo, provider: Prov
     for _, line in provider.transcript:
         assert "\n" not in line
         assert_valid(json.loads(line))
+    # The fixture's commit ids are reproducible: docs/cgp.md's example is this session.
+    assert provider.ndjson() == SESSION.read_text(encoding="utf-8")
 
 
 def test_reference_messages_parse_and_validate() -> None:
