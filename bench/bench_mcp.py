@@ -3,7 +3,7 @@ server's start-up.
 
 Usage::
 
-    .venv/bin/python bench/bench_mcp.py [--runs N]
+    .venv/bin/python bench/bench_mcp.py [--runs N] [--smoke]
 
 Generates bench_build.py's docs repository (200 Markdown files, packets of 8
 reads, half whole files and half ``#heading`` reads) in a temp folder, then:
@@ -18,7 +18,8 @@ reads, half whole files and half ``#heading`` reads) in a temp folder, then:
   ``tools/list``, each run a fresh process; and the import of the server
   module alone.
 
-Nothing is asserted: this script only prints figures.
+Nothing is asserted: this script only prints figures. ``--smoke`` is the
+smallest setting (20 files, one run) for a quick check that it still works.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_build  # noqa: E402
 from bench_build import make_docs_repo  # noqa: E402
 
 GOAL_WARM_BUILD_MS = 50.0
@@ -77,7 +79,11 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--smoke", action="store_true", help="smallest setting (20 files, one run)")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
+        bench_build.N_FILES = 20
     print(f"load average at start: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
         git, packets, total = make_docs_repo(Path(tmp) / "docs-repo")

@@ -16,14 +16,14 @@ import anyio
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from gitrepo import Repo, Result, packet_yaml
 from governance.agents import tokens
 from governance.agents.render import render_markdown
 from governance.agents.server import make_server
 from governance.agents.tools import Workspace
 from governance.core.hashing import sha256_hex
 from governance.core.reader import read_capsule
-from history import forge_target
+from support.gitrepo import Repo, Result, packet_yaml
+from support.history import forge_target
 
 TOOLS = {"list_packets", "outline", "build", "verify", "replay", "check"}
 P1 = "packets/P-1/packet.yml"
