@@ -17,7 +17,9 @@ def register(sub: Any) -> None:
         help=HELP,
         description=(
             "Check CAPSULE first on its own (canonical bytes, schema, internal hashes, "
-            "budget numbers; exit 2 when it is corrupt), then each part (packet, context, "
+            "budget numbers; exit 2 when it is corrupt), then every part at the capsule's own "
+            "commit, where any difference means it was altered (capsule_corrupt; a commit "
+            "this repository lacks is said: commit_missing), then each part (packet, context, "
             "policy, every read) against the committed tree at --at: unchanged "
             "(verified_unchanged), intact (the file changed or the section moved but the "
             "selected bytes are identical: source_changed_passage_intact, passage_moved), "
@@ -48,14 +50,14 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from governance.core.reader import read_capsule_file
     from governance.core.snapshot import Snapshot, open_repository
-    from governance.core.verify import counts, holds, verify_capsule
+    from governance.core.verify import counts, holds, verify_at_commit
     from governance.guards.check import one_line
     from governance.output import print_json
 
     capsule = read_capsule_file(args.capsule)
     repo = open_repository()
     snapshot = Snapshot.at(repo, args.at, check_worktree=False)
-    results = verify_capsule(capsule, snapshot)
+    declared, results = verify_at_commit(capsule, snapshot)
     ok = holds(results, strict=args.strict)
     tally = counts(results)
     if args.json:
@@ -68,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
                     "commit": capsule.commit,
                 },
                 "at": snapshot.commit_id,
+                "declared_commit": declared.to_json(),
                 "ok": ok,
                 "strict": args.strict,
                 "counts": tally,
@@ -78,6 +81,16 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(printable(r.locator)) for r in results)
         for r in results:
             out(f"{r.status:<9} {printable(r.locator):<{width}}  {r.code}: {one_line(r.message)}")
+        if not declared.present or declared.code != "verified_at_commit":
+            why = (
+                "is not in this repository"
+                if not declared.present
+                else "has objects missing from this repository (a partial clone?)"
+            )
+            err(
+                f"capsule: its commit {capsule.commit[:12]} {why} ({declared.code}); its parts "
+                f"were checked at {snapshot.commit_id[:12]} only"
+            )
         verdict = _verdict(tally, len(results), ok=ok, strict=args.strict)
         err(
             f"capsule: {capsule.document['id']} built at {capsule.commit[:12]}, verified at "

@@ -83,6 +83,20 @@ def resolve_commit(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
     return obj
 
 
+def commit_tree(commit: pygit2.Commit) -> pygit2.Tree:
+    """``commit``'s tree, or SourceError ``object_missing`` when the object
+    database lacks it (a treeless clone, ``--filter=tree:0``), as for a blob."""
+    try:
+        return commit.tree
+    except (KeyError, pygit2.GitError):
+        raise SourceError(
+            f"the tree of commit {str(commit.id)[:12]} is not in this repository (a partial "
+            "clone? clone without --filter)",
+            code="object_missing",
+            commit=str(commit.id),
+        ) from None
+
+
 @dataclass(frozen=True)
 class Source:
     """A tracked regular blob at a path of the snapshot."""
@@ -128,7 +142,7 @@ class Snapshot:
         if check_worktree is None:
             check_worktree = rev == "HEAD"
         workdir = Path(repo.workdir) if check_worktree and repo.workdir else None
-        return cls(repo=repo, tree=commit.tree, commit_id=str(commit.id), workdir=workdir)
+        return cls(repo=repo, tree=commit_tree(commit), commit_id=str(commit.id), workdir=workdir)
 
     def source(self, path: str, *, locator: str | None = None) -> Source:
         """Resolve ``path`` to a regular tracked blob, or fail closed."""
@@ -151,6 +165,14 @@ class Snapshot:
                 entry = tree[sys.intern(name)]
             except KeyError:
                 raise self._absent(path, shown) from None
+            except pygit2.GitError:
+                # A subtree the object database lacks (a partial clone).
+                raise SourceError(
+                    f"{shown}: a tree on the way to {path} {self.where} is not in this "
+                    "repository (a partial clone? clone without --filter)",
+                    code="object_missing",
+                    locator=shown,
+                ) from None
             mode = entry.filemode
             if mode == MODE_LINK:
                 raise SourceError(
@@ -251,6 +273,18 @@ class Snapshot:
 
         if self._index_entry(source.path) != (source.blob_id, source.mode):
             raise dirty("is staged differently from the commit")
+        parts = source.path.split("/")
+        for depth in range(1, len(parts)):
+            # lstat of the file alone would follow a symlinked parent folder, which
+            # git sees as a type change: every folder on the way must be a folder.
+            folder = "/".join(parts[:depth])
+            try:
+                mode = os.lstat(self.workdir / folder).st_mode
+            except FileNotFoundError:
+                raise dirty("is deleted in the working tree") from None
+            if not stat.S_ISDIR(mode):
+                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
+                raise dirty(f"is under {folder}, which is {kind} in the working tree")
         on_disk = self.workdir / source.path
         try:
             st = os.lstat(on_disk)

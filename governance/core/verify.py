@@ -173,7 +173,7 @@ def counts(results: list[PartResult]) -> dict[str, int]:
     return {str(s): sum(r.status is s for r in results) for s in Status}
 
 
-def verify_capsule(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]:
+def _parts(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]:
     document = capsule.document
     results = [
         _whole(snapshot, "packet", document["packet"]),
@@ -186,3 +186,74 @@ def verify_capsule(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]
         for index, read in enumerate(document["reads"])
     ]
     return results
+
+
+@dataclass(frozen=True)
+class DeclaredCommit:
+    """What became of the capsule's own ``commit``: every part checked there
+    (``verified_at_commit``), or not in this repository (``commit_missing``),
+    or its objects are not (``object_missing``, a partial clone)."""
+
+    commit: str
+    present: bool
+    code: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.commit, "present": self.present, "code": self.code}
+
+
+def _declared_snapshot(capsule: CapsuleFile, snapshot: Snapshot) -> Snapshot | DeclaredCommit:
+    import pygit2
+
+    repo = snapshot.repo
+    try:
+        commit = repo.get(capsule.commit)
+    except (ValueError, KeyError, pygit2.GitError):
+        commit = None
+    if not isinstance(commit, pygit2.Commit):
+        return DeclaredCommit(capsule.commit, False, "commit_missing")
+    if str(commit.id) == snapshot.commit_id and snapshot.workdir is None:
+        return snapshot
+    try:
+        tree = commit.tree
+    except (KeyError, pygit2.GitError):
+        return DeclaredCommit(capsule.commit, True, "object_missing")
+    return Snapshot(repo=repo, tree=tree, commit_id=str(commit.id), cache=snapshot.cache)
+
+
+def verify_at_commit(
+    capsule: CapsuleFile, snapshot: Snapshot
+) -> tuple[DeclaredCommit, list[PartResult]]:
+    """``verify_capsule``, with what became of the capsule's own commit.
+
+    Every byte of a capsule is read from its declared commit, so there every
+    part must be unchanged: any difference at that commit (a forged excerpt
+    with every hash recomputed, another commit id written in) means the
+    capsule was altered after it was built, ``capsule_corrupt``.
+    """
+    declared = _declared_snapshot(capsule, snapshot)
+    if isinstance(declared, DeclaredCommit):
+        return declared, _parts(capsule, snapshot)
+    at_own = _parts(capsule, declared)
+    for result in at_own:
+        if result.status is UNCHANGED:
+            continue
+        if result.code == "object_missing":
+            return DeclaredCommit(capsule.commit, True, "object_missing"), _parts(capsule, snapshot)
+        raise MalformedInput(
+            f"capsule is corrupt: at its own commit {capsule.commit[:12]}, {result.part} "
+            f"({result.locator}) is {result.status} ({result.code}); every byte of a capsule is "
+            "read from that commit, so it was altered after it was built",
+            code="capsule_corrupt",
+            field=result.part,
+        )
+    checked = DeclaredCommit(capsule.commit, True, "verified_at_commit")
+    if declared is snapshot:
+        return checked, at_own
+    return checked, _parts(capsule, snapshot)
+
+
+def verify_capsule(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]:
+    """Each part against ``snapshot``, after checking every part at the
+    capsule's own commit (see ``verify_at_commit``)."""
+    return verify_at_commit(capsule, snapshot)[1]

@@ -40,7 +40,15 @@ from governance.core.builder import build_capsule
 from governance.core.capsule import FULL_COMMIT, SCHEMA_V1
 from governance.core.hashing import sha256_hex
 from governance.core.reader import read_parsed
-from governance.core.snapshot import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK, Snapshot, Source
+from governance.core.snapshot import (
+    MODE_EXEC,
+    MODE_FILE,
+    MODE_GITLINK,
+    MODE_LINK,
+    Snapshot,
+    Source,
+    commit_tree,
+)
 from governance.errors import (
     CAPSULE_UNREADABLE,
     COMMIT_UNREACHABLE,
@@ -291,8 +299,9 @@ def _rebuilds_identically(
         found = declared_commit(repo, commit)
     except CapsuleError:
         return None
-    snapshot = Snapshot(repo=repo, tree=found.tree, commit_id=commit, cache=cache)
     try:
+        # commit_tree: a treeless clone lacks it; the full rules then say object_missing.
+        snapshot = Snapshot(repo=repo, tree=commit_tree(found), commit_id=commit, cache=cache)
         built = build_capsule(snapshot, packet["path"])
     except CapsuleError:
         return None

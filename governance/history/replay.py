@@ -12,7 +12,7 @@ import pygit2
 from governance.core.builder import build_capsule
 from governance.core.hashing import sha256_hex
 from governance.core.reader import CapsuleFile
-from governance.core.snapshot import Snapshot
+from governance.core.snapshot import Snapshot, commit_tree
 from governance.errors import CapsuleError, SourceError
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def replay_capsule(
     """
     obj = declared_commit(repo, capsule.commit)
     # No working tree: the snapshot reads git objects of that commit and nothing else.
-    snapshot = Snapshot(repo=repo, tree=obj.tree, commit_id=str(obj.id), cache=cache)
+    snapshot = Snapshot(repo=repo, tree=commit_tree(obj), commit_id=str(obj.id), cache=cache)
     built = build_capsule(snapshot, capsule.document["packet"]["path"])
     differences: tuple[Difference, ...] = ()
     if built.data != capsule.data:
