@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(printable(r.locator)) for r in results)
         for r in results:
             out(f"{r.status:<9} {printable(r.locator):<{width}}  {r.code}: {one_line(r.message)}")
-        if not declared.present or declared.code != "verified_at_commit":
+        if not declared.checked:
             why = (
                 "is not in this repository"
                 if not declared.present

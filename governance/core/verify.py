@@ -18,7 +18,7 @@ from governance.core.hashing import sha256_hex
 from governance.core.locator import parse_locator
 from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot, Source
-from governance.errors import MalformedInput, SourceError
+from governance.errors import COMMIT_MISSING, OBJECT_MISSING, MalformedInput, SourceError
 
 
 class Status(StrEnum):
@@ -188,6 +188,10 @@ def _parts(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]:
     return results
 
 
+# Not an error: what verify says of a capsule's own commit when it checked every part there.
+VERIFIED_AT_COMMIT = "verified_at_commit"
+
+
 @dataclass(frozen=True)
 class DeclaredCommit:
     """What became of the capsule's own ``commit``: every part checked there
@@ -197,6 +201,11 @@ class DeclaredCommit:
     commit: str
     present: bool
     code: str
+
+    @property
+    def checked(self) -> bool:
+        """Every part was checked at the capsule's own commit."""
+        return self.code == VERIFIED_AT_COMMIT
 
     def to_json(self) -> dict[str, Any]:
         return {"commit": self.commit, "present": self.present, "code": self.code}
@@ -211,13 +220,13 @@ def _declared_snapshot(capsule: CapsuleFile, snapshot: Snapshot) -> Snapshot | D
     except (ValueError, KeyError, pygit2.GitError):
         commit = None
     if not isinstance(commit, pygit2.Commit):
-        return DeclaredCommit(capsule.commit, False, "commit_missing")
+        return DeclaredCommit(capsule.commit, False, COMMIT_MISSING)
     if str(commit.id) == snapshot.commit_id and snapshot.workdir is None:
         return snapshot
     try:
         tree = commit.tree
     except (KeyError, pygit2.GitError):
-        return DeclaredCommit(capsule.commit, True, "object_missing")
+        return DeclaredCommit(capsule.commit, True, OBJECT_MISSING)
     return Snapshot(repo=repo, tree=tree, commit_id=str(commit.id), cache=snapshot.cache)
 
 
@@ -238,8 +247,8 @@ def verify_at_commit(
     for result in at_own:
         if result.status is UNCHANGED:
             continue
-        if result.code == "object_missing":
-            return DeclaredCommit(capsule.commit, True, "object_missing"), _parts(capsule, snapshot)
+        if result.code == OBJECT_MISSING:
+            return DeclaredCommit(capsule.commit, True, OBJECT_MISSING), _parts(capsule, snapshot)
         raise MalformedInput(
             f"capsule is corrupt: at its own commit {capsule.commit[:12]}, {result.part} "
             f"({result.locator}) is {result.status} ({result.code}); every byte of a capsule is "
@@ -247,7 +256,7 @@ def verify_at_commit(
             code="capsule_corrupt",
             field=result.part,
         )
-    checked = DeclaredCommit(capsule.commit, True, "verified_at_commit")
+    checked = DeclaredCommit(capsule.commit, True, VERIFIED_AT_COMMIT)
     if declared is snapshot:
         return checked, at_own
     return checked, _parts(capsule, snapshot)
