@@ -167,3 +167,16 @@ def test_the_unsigned_line_in_the_guards_page_is_the_one_printed(cli, repo: Repo
     assert line.split(": ")[2] == "unsigned"
     guards = Path(__file__).resolve().parents[1] / "docs" / "guards.md"
     assert line in guards.read_text(encoding="utf-8")
+
+
+def test_without_ssh_keygen_the_hook_says_so(
+    cli, repo: Repo, keys, hook, *, tmp_path, monkeypatch
+) -> None:
+    trust(repo, keys["alice"].signer("alice@example.org"))
+    signed_record(cli, repo, keys["alice"])
+    empty = tmp_path / "no-ssh"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    result = hook(repo)
+    assert result.code == 2
+    assert "error [ssh_keygen_missing]" in result.err
