@@ -23,13 +23,17 @@ records are built in process by the trusted builder, with a cache. The
 repository is then repacked, as a fresh clone would be.
 
 Every measured run is its own process (``capsule audit --json``, or
-``git cat-file --batch``), best of three: wall time is spawn to exit, so it
-includes interpreter start-up and the history walk; peak RSS comes from GNU
+``git cat-file --batch``), the median of five interleaved rounds (min and max
+printed too): wall time is spawn to exit, so it includes interpreter start-up
+and the history walk; peak RSS comes from GNU
 time's ``%M`` when installed (``os.wait4`` otherwise, which on Linux also
 carries over this script's own peak through exec). The floor is ``git
 cat-file --batch`` reading every distinct blob the audit reads: each record,
 and the packet, context, policy and source blobs it names. Nothing is
-asserted about time: this script only prints. ``--smoke`` is the smallest
+asserted about time: this script only prints. At the smallest size it also
+times each stage in process (the walk, the replays, judging the rows), splits
+a replay's time under the profiler (rebuild, headings, YAML, canonical JSON)
+and sets the walk against ``git log --raw -- packets``. ``--smoke`` is the smallest
 setting (10 records, a history of 20 commits, one run each) for a quick check
 that the script still works.
 """
@@ -68,7 +72,7 @@ N_DOCS = 24
 SECTIONS = 12
 N_PACKETS = 40
 N_GLOSSARIES = 4
-RUNS = 3
+RUNS = 5
 
 TARGET_REPLAYS_PER_S = 300.0
 TARGET_FLOOR_RATIO = 10.0
@@ -269,8 +273,75 @@ def capsule_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "governance"]
 
 
-def best(runs: list[Run]) -> Run:
-    return min(runs, key=lambda run: run.wall)
+def median(runs: list[Run]) -> Run:
+    """The run of median wall time (the lower middle one of an even count)."""
+    ordered = sorted(runs, key=lambda run: run.wall)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def spread(runs: list[Run]) -> str:
+    walls = [run.wall for run in runs]
+    return f"{min(walls):.2f}-{max(walls):.2f}s"
+
+
+def stage_costs(path: Path) -> dict[str, float]:
+    """Each stage of an audit in this process, in seconds: the history walk,
+    the replays (and, under the profiler's clock, what a replay spends on
+    reading the record, rebuilding and comparing), and judging the rows."""
+    import cProfile
+    import pstats
+
+    from governance.history.audit import rows
+    from governance.history.globs import PathGlobs
+    from governance.history.pool import replay_items, work_items
+    from governance.history.ranges import parse_range
+    from governance.history.records import RECORDS_GLOB
+    from governance.history.walk import find_records, limit_git_memory
+
+    repo = pygit2.Repository(str(path))
+    limit_git_memory()
+    started = time.perf_counter()
+    found = find_records(repo, parse_range(repo, None), PathGlobs([RECORDS_GLOB]))
+    walked = time.perf_counter()
+    items = work_items(found.versions)
+    outcomes = replay_items(repo, items, jobs=1)
+    replayed = time.perf_counter()
+    rows(repo, found.versions, items, outcomes)
+    judged = time.perf_counter()
+    costs = {
+        "walk": walked - started,
+        "replay": replayed - walked,
+        "judge": judged - replayed,
+        "replays": float(len(items)),
+    }
+    # Where a replay's time goes, as shares of the profiled replay time.
+    profile = cProfile.Profile()
+    profile.enable()
+    replay_items(pygit2.Repository(str(path)), items, jobs=1)
+    profile.disable()
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+
+    def cumulative(filename: str, function: str) -> float:
+        return sum(
+            entry[3]
+            for (file, _, name), entry in stats.items()
+            if file.endswith(filename) and name == function
+        )
+
+    whole = cumulative("record_rules.py", "judge_blob") or 1.0
+    rebuild = cumulative("builder.py", "build_capsule")
+    costs["rebuild"] = rebuild / whole
+    costs["read, pre-checks, compare"] = 1.0 - rebuild / whole
+    costs["  headings"] = cumulative("headings.py", "parse_headings") / whole
+    costs["  YAML (packet, policy)"] = cumulative("yamlload.py", "load_yaml") / whole
+    costs["  canonical JSON"] = cumulative("canonical.py", "dumps") / whole
+    return costs
+
+
+def git_log_raw(path: Path, runs: int) -> Run:
+    """The walk's floor: git listing every change under packets/ in history."""
+    argv = ["git", "log", "--raw", "--no-abbrev", "--format=%H", "--", "packets"]
+    return median([measure(argv, cwd=path) for _ in range(runs)])
 
 
 def bench(
@@ -281,28 +352,32 @@ def bench(
     if not (path / "HEAD").exists():  # --keep DIR reuses what an earlier run generated
         generate(path, commits, every)
     generated = time.perf_counter() - start
-    audits: dict[int, Run] = {}
-    for n in jobs:
-        argv = [*capsule_command(), "audit", "--json", "--jobs", str(n)]
-        audits[n] = best([measure(argv, cwd=path) for _ in range(runs)])
-    report = json.loads(audits[jobs[0]].stdout)
+    first = measure([*capsule_command(), "audit", "--json", "--jobs", "1"], cwd=path)
+    report = json.loads(first.stdout)
     counts = report["counts"]
     if counts["identical"] != counts["records"]:
         raise SystemExit(f"the generated history does not audit clean: {counts}")
     blobs = floor_blobs(path, report)
     request = "".join(f"{blob}\n" for blob in blobs).encode()
-    floor = best(
-        [measure(["git", "cat-file", "--batch"], cwd=path, stdin=request) for _ in range(runs)]
-    )
+    # Interleaved rounds: the floor and every audit once a round, so load
+    # slows them alike; medians, with min-max.
+    taken: dict[str, list[Run]] = {"floor": [], **{str(n): [] for n in jobs}}
+    for _ in range(runs):
+        taken["floor"].append(measure(["git", "cat-file", "--batch"], cwd=path, stdin=request))
+        for n in jobs:
+            argv = [*capsule_command(), "audit", "--json", "--jobs", str(n)]
+            taken[str(n)].append(measure(argv, cwd=path))
     return {
         "commits": commits,
         "records": counts["records"],
         "replays": counts["blobs"],
         "generated_s": generated,
         "blobs_read": len(blobs),
-        "blob_bytes": len(floor.stdout),
-        "floor": floor,
-        "audits": audits,
+        "blob_bytes": len(taken["floor"][0].stdout),
+        "floor": median(taken["floor"]),
+        "audits": {n: median(taken[str(n)]) for n in jobs},
+        "spread": {n: spread(taken[str(n)]) for n in jobs},
+        "path": path,
     }
 
 
@@ -349,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"python {platform.python_version()}, pygit2 {pygit2.__version__} "
         f"(libgit2 {pygit2.LIBGIT2_VERSION}), {os.cpu_count()} cpus, "
-        f"load {os.getloadavg()[0]:.2f}; best of {runs} runs"
+        f"load {os.getloadavg()[0]:.2f}; medians of {runs} interleaved runs"
     )
     print(
         f"{'commits':>8} {'records':>8} {'blobs read':>10} {'MiB':>6} {'cat-file':>9} "
@@ -378,8 +453,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + f"{one.peak_kib / 1024:>6.0f}MiB",
                 flush=True,
             )
+        first = results[0]
+        costs = stage_costs(first["path"])
+        log = git_log_raw(first["path"], runs)
     print()
-    first = results[0]
+    print(
+        "min-max of the one-job audit: "
+        + ", ".join(f"{r['records']:,} records {r['spread'][1]}" for r in results)
+    )
+    replays = int(costs["replays"])
+    print(f"\nstages of an audit of {first['records']:,} records, in one process:")
+    for stage in ("walk", "replay", "judge"):
+        per = f" ({costs[stage] * 1000 / replays:.2f} ms a replay)" if stage == "replay" else ""
+        print(f"  {stage:<8} {costs[stage] * 1000:8.1f} ms{per}")
+    print("  a replay's time, as shares under the profiler:")
+    for label in ("read, pre-checks, compare", "rebuild", "  headings", "  YAML (packet, policy)",
+                  "  canonical JSON"):  # fmt: skip
+        print(f"    {label:<28} {costs[label] * 100:5.1f}%")
+    print(
+        f"  the walk against git log --raw -- packets ({log.wall * 1000:.1f} ms as a process): "
+        f"{costs['walk'] / log.wall:.2f}x"
+    )
     rate = first["replays"] / first["audits"][1].wall
     ratio = first["audits"][1].wall / first["floor"].wall
     print(
