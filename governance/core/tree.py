@@ -56,6 +56,7 @@ class Tree:
         for index, heading in enumerate(self.headings):
             self.by_slug.setdefault(heading.slug, []).append(index)
         self._subsequences: dict[str, Counter[tuple[str, ...]]] = {}
+        self._qualifier_sets: dict[int, set[tuple[str, ...]]] = {}
 
     def ancestors(self, index: int) -> list[int]:
         """Enclosing headings, nearest first (at most five: levels are 1 to 6)."""
@@ -122,12 +123,16 @@ class Tree:
         return counts
 
     def _qualifiers(self, index: int) -> set[tuple[str, ...]]:
-        chain = [self.headings[a].slug for a in self.ancestors(index)]
-        return {
-            tuple(chain[i] for i in picked)
-            for size in range(len(chain) + 1)
-            for picked in itertools.combinations(range(len(chain)), size)
-        }
+        found = self._qualifier_sets.get(index)
+        if found is None:
+            chain = [self.headings[a].slug for a in self.ancestors(index)]
+            found = {
+                tuple(chain[i] for i in picked)
+                for size in range(len(chain) + 1)
+                for picked in itertools.combinations(range(len(chain)), size)
+            }
+            self._qualifier_sets[index] = found
+        return found
 
     def qualified(self, index: int) -> tuple[str, ...] | None:
         """The shortest selector naming heading ``index`` alone (outermost
@@ -138,6 +143,8 @@ class Tree:
             # Its own slug is position-numbered: no qualification makes the
             # other meaning go away for certain, so ask the resolver.
             return self._qualified_slow(index)
+        if len(self.by_slug[own]) == 1:
+            return (own,)  # the bare slug is unique
         counts = self._counts(own)
         mine = self._qualifiers(index)
         chain = [self.headings[a].slug for a in self.ancestors(index)]
