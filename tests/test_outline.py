@@ -25,7 +25,7 @@ def test_outline_text_is_a_tree_with_selectors_and_costs(cli, repo: Repo) -> Non
     assert result.out.splitlines() == [
         "LINES  BYTES  TOKENS  HEADING              SELECTOR",
         "1-27     205      69  # KEP-1: Widgets     docs/kep.md#kep-1-widgets",
-        "3-6       26       9    ## Summary         (no unique selector)",
+        "3-6       26       9    ## Summary         (no unique selector: #summary)",
         "7-12      39      13    ## Goals           docs/kep.md#goals",
         "9-12      29      10      ### Summary      docs/kep.md#goals/summary",
         "13-27    122      41    ## Design Details  docs/kep.md#design-details",

@@ -19,10 +19,11 @@ def register(sub: Any) -> None:
             "tree: its lines, what its section costs (bytes of the section, estimated tokens "
             "= ceil(bytes / 3)), the heading, and the locator that names it in "
             "required_reads: path#slug, or path#parent-slug/child-slug where the slug "
-            "repeats, or '(no unique selector)' when two equal headings sit under the same "
-            "headings. The file is read as a build reads it: a missing, untracked, "
-            "symlinked, non-UTF-8 or (at HEAD) dirty file fails closed. With --json, the "
-            "same as a list, each heading with its depth and parent index."
+            "repeats, or '(no unique selector: #slug)' when every heading enclosing it also "
+            "encloses another with its slug. The file is read as a build reads it: a "
+            "missing, untracked, symlinked, non-UTF-8, too large or (at HEAD) dirty file "
+            "fails closed. With --json, the same as a list, each heading with its depth and "
+            "parent index."
         ),
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             f"{e.n_bytes:,}",
             f"{e.estimated_tokens:,}",
             printable(f"{'  ' * e.depth}{'#' * e.level} {e.text}"),
-            printable(e.locator) if e.locator is not None else "(no unique selector)",
+            printable(e.locator if e.locator is not None else f"(no unique selector: #{e.slug})"),
         )
         for e in found.entries
     ]
