@@ -483,3 +483,30 @@ def test_the_server_exits_0_when_its_client_closes_stdin(repo: Repo) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == b""
+
+
+def test_print_config_names_the_capsule_script_that_ran(repo: Repo) -> None:
+    script = Path(sys.executable).parent / "capsule"
+    assert script.is_file(), "make test installs the capsule script beside the interpreter"
+    done = subprocess.run(
+        [str(script), "mcp", "--print-config", "codex"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    table = tomllib.loads(done.stdout)["mcp_servers"]["git-capsule"]
+    assert table == {"command": str(script), "args": ["mcp", "--repo", str(repo.path.resolve())]}
+
+
+def test_regression_a_repository_without_commits_still_gets_a_server(tmp_path: Path) -> None:
+    # make_server listed resources from HEAD and raised invalid_revision before
+    # serving anything: now each tool answers with the code, and no resources.
+    empty = Repo(tmp_path / "empty")
+    error(call(empty, "list_packets", {}), "invalid_revision")
+    error(call(empty, "build", {"packet": P1}), "invalid_revision")
+
+    async def body(client: Client) -> Any:
+        return await client.list_resources()
+
+    assert talk(empty, body).resources == []

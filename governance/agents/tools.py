@@ -290,8 +290,11 @@ def committed_files(ws: Workspace) -> list[str]:
     from governance.core.snapshot import Snapshot
     from governance.history.records import RECORDS_FOLDER
 
-    snapshot = Snapshot.at(ws.repo, "HEAD", check_worktree=False)
     found: list[str] = []
+    if ws.repo.head_is_unborn:
+        # A repository without commits yet still gets a server, with no resources.
+        return found
+    snapshot = Snapshot.at(ws.repo, "HEAD", check_worktree=False)
     try:
         packets = snapshot.tree["packets"]
     except KeyError:
