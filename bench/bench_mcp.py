@@ -78,12 +78,14 @@ def main() -> int:
     from governance.agents.tools import Workspace
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--smoke", action="store_true", help="smallest setting (20 files, one run)")
+    parser.add_argument("--runs", type=int, default=15, help="measured calls per packet")
+    parser.add_argument(
+        "--smoke", action="store_true", help="smallest setting (20 files, one run): checks it runs"
+    )
     args = parser.parse_args()
     if args.smoke:
-        args.runs = 1
         bench_build.N_FILES = 20
+        args.runs = 1
     print(f"load average at start: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
         git, packets, total = make_docs_repo(Path(tmp) / "docs-repo")
