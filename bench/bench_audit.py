@@ -42,9 +42,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import json
 import os
 import platform
+import pstats
 import random
 import shutil
 import subprocess
@@ -61,6 +63,12 @@ import pygit2
 from governance.core.builder import build_capsule
 from governance.core.cache import BlobCache
 from governance.core.snapshot import Snapshot
+from governance.history.audit import rows
+from governance.history.globs import PathGlobs
+from governance.history.pool import replay_items, work_items
+from governance.history.ranges import parse_range
+from governance.history.records import RECORDS_GLOB
+from governance.history.walk import find_records, limit_git_memory
 
 # The tests' shared helpers (tests/support): the policy text, the packet helper
 # and the git environment exist once.
@@ -288,15 +296,6 @@ def stage_costs(path: Path) -> dict[str, float]:
     """Each stage of an audit in this process, in seconds: the history walk,
     the replays (and, under the profiler's clock, what a replay spends on
     reading the record, rebuilding and comparing), and judging the rows."""
-    import cProfile
-    import pstats
-
-    from governance.history.audit import rows
-    from governance.history.globs import PathGlobs
-    from governance.history.pool import replay_items, work_items
-    from governance.history.ranges import parse_range
-    from governance.history.records import RECORDS_GLOB
-    from governance.history.walk import find_records, limit_git_memory
 
     repo = pygit2.Repository(str(path))
     limit_git_memory()

@@ -24,8 +24,10 @@ one assertion is the refusal's exit code 4.
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import functools
+import importlib.util
 import json
 import math
 import os
@@ -117,9 +119,6 @@ def clean_env() -> dict[str, str]:
 def compile_bytecode() -> str:
     """Write the .pyc files of the package and its libraries, as pip does at
     install time, so no measured run compiles anything."""
-    import compileall
-    import importlib.util
-
     folders = []
     for name in ("governance", "pygit2", "markdown_it", "mdurl", "yaml"):
         spec = importlib.util.find_spec(name)

@@ -36,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from governance.history.signatures import check_signature, signers_from
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -169,7 +171,6 @@ def main() -> int:
         stats(f"capsule sign ({record.stat().st_size:,}-byte record)", signs)
 
         sys.path.insert(0, str(HERE.parent))
-        from governance.history.signatures import check_signature, signers_from
 
         public = " ".join((root / "key.pub").read_text().split()[:2])
         signers = signers_from("bench", f"bench@example.org {public}\n".encode(), b"")

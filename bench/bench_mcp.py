@@ -34,6 +34,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
+from mcp import Client, StdioServerParameters
+
+from governance.agents.server import make_server
+from governance.agents.tools import Workspace
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -71,11 +77,6 @@ async def warm_builds(client: Any, packets: list[str], runs: int) -> list[float]
 
 
 def main() -> int:
-    import anyio
-    from mcp import Client, StdioServerParameters
-
-    from governance.agents.server import make_server
-    from governance.agents.tools import Workspace
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="measured calls per packet")

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from governance.core.headings import parse_headings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.gitrepo import Repo
 
@@ -72,7 +74,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.runs, args.keps = 1, [20]
-    from governance.core.headings import parse_headings
 
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'keps':>6} {'bytes':>11} {'headings':>9} {'bare':>7} {'qualified':>9} {'none':>5} "

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from governance.agents import tokens
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_BYTES = 60_000
 
@@ -97,7 +99,6 @@ def main(argv: list[str] | None = None) -> int:
         help="the smallest setting, for the smoke test: this script has one size, already small",
     )
     parser.parse_args(argv)
-    from governance.agents import tokens
 
     started = time.perf_counter()
     tokens.encoding()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -17,8 +18,6 @@ from governance.errors import OUTPUT_FAILED, OUTPUT_NOT_FILE, UsageError
 
 def _not_a_file(path: str) -> UsageError | None:
     """Why ``path`` may not be replaced: anything but a regular file or nothing."""
-    import stat
-
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -50,7 +49,7 @@ def _temp_folder(folder: str) -> str:
     the writer is killed before it can clean up), if it is on the same file
     system (a rename cannot cross one); else ``folder`` itself."""
     try:
-        import pygit2
+        import pygit2  # noqa: PLC0415 (defers pygit2)
 
         # Bytes: a str path pygit2 would encode by the locale, not the file system.
         git_dir = pygit2.discover_repository(os.fsencode(folder))  # type: ignore[arg-type]
@@ -74,7 +73,7 @@ def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
     (``output_not_file``) and left as it is."""
     # Imported here: every command loads this module, few write a file (tempfile
     # pulls in random and shutil, about 3 ms).
-    import tempfile
+    import tempfile  # noqa: PLC0415 (defers tempfile)
 
     # Run as root, a rename over /dev/null replaced it for the whole machine;
     # writing into a device or a FIFO instead would follow it just the same.
@@ -170,7 +169,7 @@ def print_json(value: Any) -> None:
     history, a --paths pattern, a message quoting one) is shown with U+FFFD for
     what is not UTF-8, rather than failing to print at all."""
     # Imported here: a --help or a plain-text command never pays for json.
-    from governance.core import canonical
+    from governance.core import canonical  # noqa: PLC0415 (defers json)
 
     try:
         data = canonical.dumps(value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +167,16 @@ def test_the_scan_finds_a_print_and_an_exit() -> None:
         "sys.exit",
         "raise SystemExit",
     ]
+
+
+def test_every_import_inside_a_function_says_what_cost_it_defers() -> None:
+    # ruff's PLC0415 refuses an import inside a function without a noqa; the
+
+    bare = [
+        f"{path.relative_to(ROOT).as_posix()}:{number}"
+        for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "hooks").rglob("*.py")])
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "noqa: PLC0415" in line
+        and not re.search(r"noqa: PLC0415 \((defers|import cycle)[^)]+\)", line)
+    ]
+    assert bare == []

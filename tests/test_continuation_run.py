@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from governance.cli import build_parser
 from governance.continuation import (
     delivery,
     limits,
@@ -1404,8 +1405,6 @@ def test_documented_llm_adapter_refuses_a_duplicate_key(
 
 
 def test_every_option_has_help_and_docs() -> None:
-    from governance.cli import build_parser
-
     docs = (ADAPTER.parent.parent / "continuation.md").read_text()
     continuation = build_parser()._subparsers._group_actions[0].choices["continuation"]
     commands = continuation._subparsers._group_actions[0].choices

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import test_hooks
 import yaml
 
 from governance import __version__
@@ -37,7 +38,6 @@ def test_every_hook_and_guard_command_is_in_the_guards_page() -> None:
 @pytest.mark.parametrize("name", ["HEADING_LINE", "DELETION_LINE", "RECORD_LINE", "POLICY_LINE"])
 def test_the_failure_lines_shown_are_the_ones_printed(name: str) -> None:
     # The lines tests/test_hooks.py gets from the hooks, for the same scenarios.
-    import test_hooks
 
     assert getattr(test_hooks, name) in GUARDS.read_text()
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import string
 from pathlib import Path
 
@@ -342,7 +344,6 @@ def test_plain_heading_text_renders_as_itself(text: str) -> None:
 def test_skipping_the_inline_parse_changes_no_heading(lines: list[tuple[int, str]]) -> None:
     # The same document with every heading's inline parse forced must give the
     # same headings, texts and slugs.
-    import re
 
     text = "".join(f"{'#' * level} {title}\n\nBody.\n\n" for level, title in lines)
     fast = headings.parse_headings(text)
@@ -358,8 +359,6 @@ def test_skipping_the_inline_parse_changes_no_heading(lines: list[tuple[int, str
 def test_rule_logging_is_skipped_only_while_nobody_listens(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import logging
-
     text = "# Title\n\nSome text.\n\n## Part\n"
     assert headings.parse_headings(text)
     for name in headings._RULE_LOGGERS:

@@ -3,12 +3,14 @@ missing heading, overlapping reads, and what to narrow when over budget."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 from test_qualified import KEP
 
 from governance.core.builder import build_capsule
+from governance.core.overlap import MOST
 from governance.core.snapshot import Snapshot, open_repository
 from support.gitrepo import POLICY, Repo, packet_yaml
 
@@ -163,9 +165,6 @@ def test_a_record_with_nested_reads_keeps_replaying(cli, repo: Repo) -> None:
 
 
 def test_overlaps_reported_are_bounded(cli, repo: Repo, tmp_path: Path) -> None:
-    import itertools
-
-    from governance.core.overlap import MOST
 
     # One heading under five others has 32 selectors: 32 reads of the same
     # lines make 496 pairs, and the report stops at MOST.

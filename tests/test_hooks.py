@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pygit2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -300,8 +301,6 @@ def test_required_reads_extraction_leaves_doubt_to_the_check(text: str, reads) -
 
 
 def test_reverse_index_maps_paths_to_readers(repo: Repo) -> None:
-    import pygit2
-
     add_packet(repo, "P-2", ["docs/notes.md#notes", "docs/other.md"])
     repo.write("packets/P-3/packet.yml", "not: [valid\n")
     os.symlink("../P-1/packet.yml", repo.path / "packets/P-4")  # not a folder: no packet

@@ -4,6 +4,7 @@ change cannot silently add tens of milliseconds to every call (issue 13)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from governance.cli import COMMANDS
 from support.gitrepo import Repo
 
 # Run in a fresh interpreter: what a process imports, not what this one has.
@@ -139,9 +141,6 @@ def test_hooks_import_no_schema_library_and_no_command(cli, repo: Repo, hook: st
 
 
 def test_every_module_help_line_is_the_one_the_parser_lists() -> None:
-    import importlib
-
-    from governance.cli import COMMANDS
 
     for name, help_line in COMMANDS.items():
         module = importlib.import_module(f"governance.commands.{name.replace('-', '_')}")

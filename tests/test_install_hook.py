@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -153,8 +154,6 @@ def test_the_hooks_are_executable_whatever_the_umask(cli, repo: Repo, umask, mod
 
 
 def commit(repo: Repo, *args: str):
-    import subprocess
-
     return subprocess.run(
         ["git", "commit", "-q", "-m", "change", *args],
         cwd=repo.path,
@@ -229,8 +228,6 @@ def test_git_commit_refuses_a_forged_record(cli, repo: Repo) -> None:
 
 
 def test_the_hook_says_what_to_do_when_git_capsule_is_gone(repo: Repo, tmp_path) -> None:
-    import subprocess
-
     hook = tmp_path / "pre-commit"
     hook.write_text(hook_script(str(tmp_path / "gone/python")))
     hook.chmod(0o755)
@@ -244,8 +241,6 @@ def test_the_hook_says_what_to_do_when_git_capsule_is_gone(repo: Repo, tmp_path)
 
 
 def merge(repo: Repo, *args: str):
-    import subprocess
-
     return subprocess.run(
         ["git", "merge", "-q", "--no-edit", *args],
         cwd=repo.path,

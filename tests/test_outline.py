@@ -7,6 +7,7 @@ import os
 
 from test_qualified import KEP
 
+from gitrepo import POLICY
 from support.gitrepo import Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
@@ -147,8 +148,6 @@ def test_hostile_heading_text_is_escaped_in_text_and_exact_in_json(cli, repo: Re
 
 
 def test_outline_is_bounded_like_a_heading_read(cli, repo: Repo) -> None:
-    from gitrepo import POLICY
-
     repo.write("policies/capsule.yml", POLICY + "max_heading_source_bytes: 64\n")
     repo.write("docs/long.md", "# Long\n\n" + "x" * 100 + "\n")
     repo.commit()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,6 @@ def test_own_packet_builds_at_head(packet: str) -> None:
 
 
 def test_own_records_replay_identically(cli) -> None:
-    import json
-
     # Every capsule record this repository has committed must still rebuild
     # byte for byte at its declared commit: the builder cannot drift silently.
     result = cli(["audit", "--json"], cwd=ROOT)

@@ -3,6 +3,7 @@ by the headings that enclose it, never by its position."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from governance.core import canonical
+from governance.core.budget import fixpoint
 from governance.core.headings import Heading, line_count, parse_headings
 from governance.core.tree import Tree
 from support.gitrepo import Repo, packet_yaml
@@ -200,7 +203,6 @@ def test_committed_records_and_golden_capsule_unchanged(cli) -> None:
         result = cli(["replay", str(record), "--json"], cwd=ROOT)
         assert result.code == 0, result.out
         assert json.loads(result.out)["identical"] is True
-    import importlib.util
 
     spec = importlib.util.spec_from_file_location(
         "make_golden", ROOT / "tests" / "golden" / "make_golden.py"
@@ -255,9 +257,6 @@ def test_qualified_is_the_shortest_selector_that_names_it(doc: str) -> None:
 def test_reader_refuses_a_qualified_locator_that_disagrees_with_its_heading(
     cli, repo: Repo, tmp_path: Path
 ) -> None:
-    from governance.core import canonical
-    from governance.core.budget import fixpoint
-
     with_reads(repo, ["docs/kep.md#design-details/summary"])
     target = tmp_path / "c.json"
     assert cli(["build", PACKET, "-o", str(target)], cwd=repo.path).code == 0

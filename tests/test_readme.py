@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from governance.cli import COMMANDS
+from governance.cli import COMMANDS, EXIT_CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -36,8 +36,6 @@ def test_demo_packet_exists() -> None:
 
 
 def test_exit_codes_table_matches_cli_help() -> None:
-    from governance.cli import EXIT_CODES
-
     for code in range(5):
         assert f"| {code} |" in README
         assert f"  {code}  " in EXIT_CODES

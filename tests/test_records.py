@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from governance.cli import main
 from governance.core.hashing import sha256_hex
 from support.gitrepo import Repo
 from support.history import P1, forge_target, record
@@ -116,8 +117,6 @@ def test_record_needs_a_working_tree(cli, repo: Repo, tmp_path) -> None:
 
 
 def test_build_help_names_the_record_path_and_conflict(capsys) -> None:
-    from governance.cli import main
-
     with pytest.raises(SystemExit) as done:
         main(["build", "--help"])
     assert done.value.code == 0

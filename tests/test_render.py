@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import unescapeAll
 from markdown_it.token import Token
 
-from governance.agents.render import code, escape_info, fence_for, render_markdown
+from governance.agents.render import _fenced, code, escape_info, fence_for, render_markdown
 from governance.core.reader import read_capsule
 from governance.output import printable
 from support.gitrepo import POLICY, Repo, Result, packet_yaml
@@ -161,8 +161,6 @@ FENCE_TEXT = st.text(alphabet=st.sampled_from("`~ \n\tab#>-*\r"), max_size=80)
 @settings(max_examples=300, deadline=None)
 @given(text=FENCE_TEXT, locator=st.text(max_size=20))
 def test_property_no_content_closes_its_fence(text: str, locator: str) -> None:
-    from governance.agents.render import _fenced
-
     view = "".join(["# title\n\n", *_fenced(text, locator), "\nafter\n"])
     tokens = _parse(view)
     fences = [t for t in tokens if t.type == "fence"]

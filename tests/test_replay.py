@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from governance.cli import main
+from governance.core.cache import BlobCache
 from governance.core.hashing import sha256_hex
 from governance.core.reader import READERS, read_capsule
 from governance.core.snapshot import open_repository
@@ -228,8 +230,6 @@ def test_commit_missing_says_when_the_clone_is_shallow(cli, repo: Repo, tmp_path
 
 
 def test_replay_help_documents_exit_codes(capsys) -> None:
-    from governance.cli import main
-
     with pytest.raises(SystemExit):
         main(["replay", "--help"])
     text = capsys.readouterr().out
@@ -239,8 +239,6 @@ def test_replay_help_documents_exit_codes(capsys) -> None:
 
 
 def test_records_sharing_sources_share_one_cache(cli, repo: Repo) -> None:
-    from governance.core.cache import BlobCache
-
     repo.write(P2, packet_yaml("P-2", ["docs/roadmap.md#phase-1", "docs/notes.md"]))
     repo.write("packets/P-2/context.md", "# Context\n")
     repo.commit("P-2 reads other sections of the same files")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import bpe_openai
 import pytest
+from bpe_openai import registry
 
 from governance.agents import tokens
 from support.gitrepo import Repo, Result
@@ -29,7 +32,6 @@ SAMPLES = [
 
 def test_the_shipped_vocabulary_is_the_published_one() -> None:
     data = tokens.vocabulary_bytes()
-    import hashlib
 
     assert hashlib.sha256(data).hexdigest() == tokens.VOCABULARY_SHA256
     ranks = tokens.parse_vocabulary(data)
@@ -47,7 +49,6 @@ def test_a_vocabulary_with_another_hash_is_refused() -> None:
 def test_counts_agree_with_an_independent_implementation(text: str) -> None:
     # bpe-openai's own encoder (GitHub's Rust BPE) against tiktoken's: two
     # implementations, one vocabulary, the same tokens.
-    import bpe_openai
 
     other = bpe_openai.get_encoding("o200k_base")
     assert tokens.encoding().encode_ordinary(text) == other.encode_ordinary(text)
@@ -55,15 +56,11 @@ def test_counts_agree_with_an_independent_implementation(text: str) -> None:
 
 
 def test_the_split_pattern_is_o200k_bases() -> None:
-    from bpe_openai import registry
-
     assert registry.o200k_base()["pat_str"] == tokens.SPLIT_PATTERN
     assert tokens.encoding().encode_ordinary("hello world") == [24912, 2375]
 
 
 def test_the_docs_of_this_repository_agree_too() -> None:
-    import bpe_openai
-
     other = bpe_openai.get_encoding("o200k_base")
     for path in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
         text = path.read_text(encoding="utf-8")

@@ -9,6 +9,7 @@ rebuild exactly that capsule and run ``capsule verify`` on it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from governance.core.capsule import FULL_COMMIT_PATTERN, packet_path
 from governance.core.headings import line_count
 from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot
+from governance.core.verify import verify_capsule
 from governance.errors import CapsuleError
 
 PROVIDER_NAME = "git-capsule"
@@ -43,8 +45,6 @@ def token_cost(content: str) -> int:
 
 
 def digest(data: bytes | str) -> str:
-    import hashlib
-
     raw = data.encode("utf-8") if isinstance(data, str) else data
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
@@ -228,7 +228,6 @@ class Verifier:
         built = self._capsule(match["packet"], match["commit"])
         if isinstance(built, CapsuleError):
             return answer  # that capsule cannot be rebuilt here: we cannot say
-        from governance.core.verify import verify_capsule
 
         served = {p.name: p for p in parts(built.document)}
         part = served.get(match["part"])

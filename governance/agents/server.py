@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from governance import __version__, errors
 from governance.agents import tools
+from governance.agents.render import render_markdown
 from governance.agents.tools import Workspace
+from governance.core.reader import CapsuleFile
 from governance.errors import CapsuleError, UsageError, coded
 from governance.output import printable
 
@@ -240,9 +242,6 @@ def _packets_text(value: dict[str, Any]) -> str:
 
 
 def _build_text(value: dict[str, Any]) -> str:
-    from governance.agents.render import render_markdown
-    from governance.core.reader import CapsuleFile
-
     data = value["capsule_json"].encode("utf-8")
     view = render_markdown(CapsuleFile(data=data, document=value["capsule"]))
     if value["record"] is not None:

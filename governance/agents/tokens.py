@@ -46,7 +46,7 @@ class Unavailable(Exception):
 
 def vocabulary_bytes(expected_sha256: str = VOCABULARY_SHA256) -> bytes:
     """The o200k_base vocabulary as shipped, after its SHA-256 check."""
-    import importlib.metadata
+    import importlib.metadata  # noqa: PLC0415 (defers tempfile, importlib.resources)
 
     try:
         dist = importlib.metadata.distribution(VOCABULARY_PACKAGE)
@@ -84,7 +84,7 @@ def parse_vocabulary(data: bytes) -> dict[bytes, int]:
 def encoding() -> Any:
     """The o200k_base encoder (built once per process), or Unavailable."""
     try:
-        import tiktoken
+        import tiktoken  # noqa: PLC0415 (defers tiktoken, concurrent.futures)
     except ImportError:
         raise Unavailable(
             "the tokens extra is not installed (pip install 'git-capsule[tokens]')"

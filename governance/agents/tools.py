@@ -13,9 +13,17 @@ from typing import Any
 import pygit2
 
 from governance import errors
+from governance.agents.tokens import exact_count
 from governance.core.cache import BlobCache
-from governance.core.reader import CapsuleFile
+from governance.core.hashing import sha256_hex
+from governance.core.locator import check_path
+from governance.core.paths import repo_relative
+from governance.core.reader import CapsuleFile, read_capsule
+from governance.core.snapshot import Snapshot, open_repository
+from governance.core.verify import UNCHANGED, verify_capsule
 from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
+from governance.guards.check import check_packets, exit_code, find_packets
+from governance.history.records import RECORDS_FOLDER, write_record
 
 # A capsule is bounded by its policy's hard limit; no tool reads more than this
 # of a file or an argument before it refuses.
@@ -32,8 +40,6 @@ class Workspace:
 
     @classmethod
     def open(cls, path: str | None = None, *, write_enabled: bool = False) -> Workspace:
-        from governance.core.snapshot import open_repository
-
         return cls(repo=open_repository(path), write_enabled=write_enabled)
 
     @property
@@ -45,9 +51,6 @@ class Workspace:
         """A path a client gave -> its repository path, by the CLI's rules: an
         absolute path must lie inside the repository (path_outside_repository),
         and the result must be a plain repository path (unsafe_path)."""
-        from governance.core.locator import check_path
-        from governance.core.paths import repo_relative
-
         if not isinstance(given, str):
             raise UsageError("a path must be a string", code=errors.USAGE)
         path = repo_relative(self.repo, given) if os.path.isabs(given) else given
@@ -125,8 +128,6 @@ def _too_large(what: str, size: int) -> MalformedInput:
 
 def _capsule_from(ws: Workspace, capsule: str | None, path: str | None) -> tuple[str, CapsuleFile]:
     """(where it came from, the capsule after the reader's pre-checks)."""
-    from governance.core.reader import read_capsule
-
     if (capsule is None) == (path is None):
         raise UsageError("give exactly one of capsule (its JSON text) or path", code=errors.USAGE)
     if capsule is not None:
@@ -150,9 +151,6 @@ def _identity(where: str, capsule: CapsuleFile) -> dict[str, Any]:
 
 def list_packets(ws: Workspace) -> dict[str, Any]:
     """Every packets/<ID>/packet.yml committed at HEAD."""
-    from governance.core.snapshot import Snapshot
-    from governance.guards.check import find_packets
-
     snapshot = Snapshot.at(ws.repo, "HEAD", check_worktree=False)
     packets = [
         {"id": posixpath.basename(posixpath.dirname(path)), "path": path}
@@ -164,9 +162,7 @@ def list_packets(ws: Workspace) -> dict[str, Any]:
 def build(ws: Workspace, packet: str, at: str = "HEAD", record: bool = False) -> dict[str, Any]:
     """Build ``packet`` at ``at`` as ``capsule build`` does; with ``record`` (only
     when writing is enabled) write it as the packet's record."""
-    from governance.agents.tokens import exact_count
-    from governance.core.builder import build_capsule
-    from governance.core.snapshot import Snapshot
+    from governance.core.builder import build_capsule  # noqa: PLC0415 (defers PyYAML)
 
     if record and not ws.write_enabled:
         raise UsageError(
@@ -194,8 +190,6 @@ def build(ws: Workspace, packet: str, at: str = "HEAD", record: bool = False) ->
         "warnings": [w.to_json() for w in built.warnings],
     }
     if record:
-        from governance.history.records import write_record
-
         written = write_record(ws.repo, packet_path, built.document["commit"], built.data)
         result["record"] = {"path": written.path, "status": written.status}
     return result
@@ -206,9 +200,6 @@ def verify(
 ) -> dict[str, Any]:
     """Each part of a capsule (its JSON text, or a file of the work tree)
     against the committed tree at ``at``."""
-    from governance.core.snapshot import Snapshot
-    from governance.core.verify import UNCHANGED, verify_capsule
-
     where, read = _capsule_from(ws, capsule, path)
     snapshot = Snapshot.at(ws.repo, at, check_worktree=False)
     results = verify_capsule(read, snapshot)
@@ -223,8 +214,7 @@ def verify(
 def replay(ws: Workspace, capsule: str | None = None, path: str | None = None) -> dict[str, Any]:
     """Rebuild a capsule (its JSON text, or a record file) at its declared
     commit and compare the bytes."""
-    from governance.core.hashing import sha256_hex
-    from governance.history.replay import declared_commit, rebuild_failed, replay_capsule
+    from governance.history.replay import declared_commit, rebuild_failed, replay_capsule  # noqa: PLC0415 (defers PyYAML)
 
     where, read = _capsule_from(ws, capsule, path)
     declared_commit(ws.repo, read.commit)
@@ -243,8 +233,7 @@ def replay(ws: Workspace, capsule: str | None = None, path: str | None = None) -
 def outline(ws: Workspace, path: str, at: str = "HEAD") -> dict[str, Any]:
     """Every heading of a tracked Markdown file at ``at``, with the locator
     naming it, its lines and its estimated cost."""
-    from governance.authoring.outline import outline as outline_of
-    from governance.core.snapshot import Snapshot
+    from governance.authoring.outline import outline as outline_of  # noqa: PLC0415 (defers PyYAML)
 
     snapshot = Snapshot.at(ws.repo, at)
     snapshot.cache = ws.cache
@@ -253,9 +242,6 @@ def outline(ws: Workspace, path: str, at: str = "HEAD") -> dict[str, Any]:
 
 def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) -> dict[str, Any]:
     """Every reason the named packets (or all of them) would not build at HEAD."""
-    from governance.core.snapshot import Snapshot
-    from governance.guards.check import check_packets, exit_code, find_packets
-
     if all == bool(packets):
         raise UsageError("name packets or set all, not both and not neither", code=errors.USAGE)
     snapshot = Snapshot.at(ws.repo, "HEAD")
@@ -287,9 +273,6 @@ _FILES = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
 
 def committed_files(ws: Workspace) -> list[str]:
     """The committed packets, contexts and records at HEAD, sorted."""
-    from governance.core.snapshot import Snapshot
-    from governance.history.records import RECORDS_FOLDER
-
     found: list[str] = []
     if ws.repo.head_is_unborn:
         # A repository without commits yet still gets a server, with no resources.
@@ -319,8 +302,6 @@ def committed_files(ws: Workspace) -> list[str]:
 
 def read_committed(ws: Workspace, path: str) -> bytes:
     """A committed packet, context or record at HEAD, by the builder's rules."""
-    from governance.core.snapshot import Snapshot
-
     snapshot = Snapshot.at(ws.repo, "HEAD", check_worktree=False)
     source = snapshot.source(ws.relative(path))
     blob = ws.repo[source.blob_id]

@@ -14,7 +14,8 @@ import pygit2
 from governance import __version__
 from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
 from governance.core.policy import Policy
-from governance.errors import FILE_EXISTS, NO_WORKING_TREE, OUTPUT_FAILED, UsageError
+from governance.core.snapshot import Snapshot
+from governance.errors import FILE_EXISTS, NO_WORKING_TREE, OUTPUT_FAILED, CapsuleError, UsageError
 
 EXAMPLE_ID = "EXAMPLE-1"
 EXAMPLE_PACKET = f"{PACKETS_DIR}/{EXAMPLE_ID}/{PACKET_FILE}"
@@ -125,9 +126,6 @@ def plan(repo: pygit2.Repository) -> Plan:
 def _readme_fits(repo: pygit2.Repository) -> bool:
     """Whether the README is a clean, committed UTF-8 file the example can read
     whole: read through the snapshot at HEAD, as the build will."""
-    from governance.core.snapshot import Snapshot
-    from governance.errors import CapsuleError
-
     try:
         snapshot = Snapshot.at(repo, "HEAD")
         source = snapshot.source(README)

@@ -9,7 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from governance.commands._args import add_json_flag
-from governance.output import err, out, plural, printable
+from governance.errors import UsageError
+from governance.history.records import RECORDS_GLOB
+from governance.output import err, out, plural, print_json, printable
 
 if TYPE_CHECKING:
     from governance.history.audit import Row
@@ -62,8 +64,6 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def register(sub: Any) -> None:
-    from governance.history.records import RECORDS_GLOB
-
     parser = sub.add_parser(
         "audit",
         help=HELP,
@@ -184,22 +184,18 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.core.snapshot import open_repository
-    from governance.history.audit import audit
-    from governance.history.records import RECORDS_GLOB
-    from governance.history.walk import limit_git_memory
-    from governance.output import print_json
+    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.history.audit import audit  # noqa: PLC0415 (defers pygit2, PyYAML, json)
+    from governance.history.walk import limit_git_memory  # noqa: PLC0415 (defers pygit2)
 
     # Before the repository is opened: libgit2's cache stays off for its objects.
     limit_git_memory()
     repo = open_repository()
     if args.require_signatures:
-        from governance.history.signatures import ssh_keygen
+        from governance.history.signatures import ssh_keygen  # noqa: PLC0415 (defers tempfile, subprocess)
 
         ssh_keygen()  # ssh_keygen_missing before any work
     elif args.signers_at is not None:
-        from governance.errors import UsageError
-
         raise UsageError("--signers-at goes with --require-signatures", code="usage")
     progress = Progress()
     try:
@@ -216,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     where = report.range
     signatures = None
     if args.require_signatures:
-        from governance.history.signed_audit import audit_signatures
+        from governance.history.signed_audit import audit_signatures  # noqa: PLC0415 (defers pygit2, tempfile, subprocess)
 
         found = [(row.path, row.blob_id) for row in report.rows]
         signatures = audit_signatures(repo, where, found, signers_at=args.signers_at)
@@ -267,7 +263,7 @@ def _print_signatures(report: SignatureReport) -> None:
 
 
 def _print_table(table: Sequence[Row]) -> None:
-    from governance.history.record_rules import DRIFT, ERROR
+    from governance.history.record_rules import DRIFT, ERROR  # noqa: PLC0415 (defers pygit2, PyYAML, json)
 
     lines = [("RESULT", "PATH", "INTRODUCED", "BUILT AT", "DETAIL")]
     for row in table:

@@ -6,8 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from governance.agents.tokens import exact_count
 from governance.commands._args import EXIT_CODES, add_json_flag
-from governance.output import err
+from governance.history.records import write_record
+from governance.output import err, print_json, write_atomic
 
 HELP = "compile a packet into a canonical context capsule"
 
@@ -78,11 +80,9 @@ def _exact_shown(exact: dict[str, Any] | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.agents.tokens import exact_count
-    from governance.core.builder import build_capsule
-    from governance.core.paths import repo_relative
-    from governance.core.snapshot import Snapshot, open_repository
-    from governance.output import print_json, write_atomic
+    from governance.core.builder import build_capsule  # noqa: PLC0415 (defers pygit2, PyYAML, json)
+    from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
 
     repo = open_repository()
     packet_path = repo_relative(repo, args.packet)
@@ -103,8 +103,6 @@ def run(args: argparse.Namespace) -> int:
         "warnings": [w.to_json() for w in built.warnings],
     }
     if args.record:
-        from governance.history.records import write_record
-
         written = write_record(repo, packet_path, built.document["commit"], built.data)
         summary["record"] = written.path
         summary["record_status"] = written.status

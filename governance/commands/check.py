@@ -7,7 +7,9 @@ import sys
 from typing import Any
 
 from governance.commands._args import EXIT_CODES, add_json_flag
-from governance.output import err, out, plural
+from governance.core.overlap import Overlap
+from governance.errors import UsageError
+from governance.output import err, out, plural, print_json
 
 HELP = "report every reason packets would not build (emits nothing)"
 
@@ -44,13 +46,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.core.overlap import Overlap
-    from governance.core.paths import repo_relative
-    from governance.core.snapshot import Snapshot, open_repository
-    from governance.errors import UsageError
-    from governance.guards.check import check_packets, exit_code, find_packets, once
-    from governance.guards.staged import staged_snapshot
-    from governance.output import print_json
+    from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.guards.check import check_packets, exit_code, find_packets, once  # noqa: PLC0415 (defers pygit2)
+    from governance.guards.staged import staged_snapshot  # noqa: PLC0415 (defers pygit2)
 
     if args.all and args.packets:
         raise UsageError("name PACKETs or use --all, not both", code="usage")

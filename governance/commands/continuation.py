@@ -8,8 +8,8 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from governance.commands._args import add_json_flag
-from governance.continuation import DEFAULT_TIMEOUT, MAX_TIMEOUT
-from governance.output import err, out, warn
+from governance.continuation import DEFAULT_TIMEOUT, MAX_TIMEOUT, prompt
+from governance.output import err, out, print_json, warn
 
 if TYPE_CHECKING:
     from governance.continuation.verdict import Verdict
@@ -197,9 +197,6 @@ def _register_prompt(commands: Any) -> None:
 
 
 def run_prompt(args: argparse.Namespace) -> int:
-    from governance.continuation import prompt
-    from governance.output import print_json
-
     if args.json:
         print_json({"version": prompt.VERSION, "sha256": prompt.sha256(), "text": prompt.TEXT})
     else:
@@ -209,13 +206,13 @@ def run_prompt(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from governance.continuation.proof import verify_results
+    from governance.continuation.proof import verify_results  # noqa: PLC0415 (defers tempfile, subprocess, ctypes, json)
 
     return _report(verify_results(args.capsule, args.results), args.json)
 
 
 def run_and_verify(args: argparse.Namespace) -> int:
-    from governance.continuation.proof import run_and_verify
+    from governance.continuation.proof import run_and_verify  # noqa: PLC0415 (defers tempfile, subprocess, ctypes, json)
 
     report = run_and_verify(
         args.capsule,
@@ -232,8 +229,6 @@ def run_and_verify(args: argparse.Namespace) -> int:
 
 
 def _report(verdict: Verdict, as_json: bool) -> int:
-    from governance.output import print_json
-
     if as_json:
         print_json(verdict.to_json())
         return 0 if verdict.agreement else 1

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.output import err, out, print_json
 
 HELP = "write a commented default policy and an example packet (never overwrites)"
 
@@ -32,9 +33,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.authoring.init import CI_WORKFLOW, EXAMPLE_PACKET, PRE_COMMIT, plan, write
-    from governance.core.snapshot import open_repository
-    from governance.output import err, out, print_json
+    from governance.authoring.init import CI_WORKFLOW, EXAMPLE_PACKET, PRE_COMMIT, plan, write  # noqa: PLC0415 (defers pygit2, PyYAML, json)
+    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
 
     repo = open_repository()
     planned = plan(repo)

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from governance.commands._args import EXIT_CODES, add_json_flag
-from governance.output import err
+from governance.output import err, print_json
 
 HELP = "write git pre-commit and pre-merge-commit hooks that run the capsule guards"
 
@@ -35,9 +35,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.core.snapshot import open_repository
-    from governance.guards.githook import install_hook
-    from governance.output import print_json
+    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.guards.githook import install_hook  # noqa: PLC0415 (defers pygit2)
 
     installed = install_hook(open_repository(), force=args.force)
     if args.json:

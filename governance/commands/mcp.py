@@ -6,13 +6,16 @@ import argparse
 import sys
 from typing import Any
 
+from governance import errors
 from governance.commands._args import EXIT_CODES
+from governance.errors import UsageError
+from governance.output import err
 
 HELP = "serve build, verify, replay, check, outline and list_packets to an agent over MCP"
 
 
 def register(sub: Any) -> None:
-    from governance.agents.mcpconfig import CLIENTS
+    from governance.agents.mcpconfig import CLIENTS  # noqa: PLC0415 (defers json)
 
     parser = sub.add_parser(
         "mcp",
@@ -53,21 +56,18 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance import errors
-    from governance.agents.tools import Workspace
-    from governance.errors import UsageError
-    from governance.output import err
+    from governance.agents.tools import Workspace  # noqa: PLC0415 (defers pygit2, json)
 
     workspace = Workspace.open(args.repo, write_enabled=args.enable_write)
     if args.print_config:
-        from governance.agents.mcpconfig import WHERE, server_command, snippet
+        from governance.agents.mcpconfig import WHERE, server_command, snippet  # noqa: PLC0415 (defers json)
 
         command = server_command(workspace.root, enable_write=args.enable_write)
         sys.stdout.write(snippet(args.print_config, command))
         err(f"capsule: {WHERE[args.print_config]}")
         return 0
     try:
-        from governance.agents.server import serve
+        from governance.agents.server import serve  # noqa: PLC0415 (defers pygit2, mcp, tempfile, importlib.resources, subprocess, concurrent.futures, multiprocessing, json)
     except ImportError as exc:
         raise UsageError(
             f"capsule mcp needs the MCP SDK: pip install 'git-capsule[mcp]' ({exc})",

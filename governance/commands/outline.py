@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.output import err, out, plural, print_json, printable
 
 HELP = "list every heading of a Markdown file with its selector, lines and cost"
 
@@ -43,10 +44,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.authoring.outline import outline
-    from governance.core.paths import repo_relative
-    from governance.core.snapshot import Snapshot, open_repository
-    from governance.output import err, out, plural, print_json, printable
+    from governance.authoring.outline import outline  # noqa: PLC0415 (defers pygit2, PyYAML, json)
+    from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
 
     repo = open_repository()
     found = outline(Snapshot.at(repo, args.at), repo_relative(repo, args.path))

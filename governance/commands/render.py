@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from governance.commands._args import EXIT_CODES
+from governance.output import printable, write_atomic
 
 HELP = "print a capsule as Markdown for a model (a view; the JSON stays the authority)"
 
@@ -43,9 +44,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.agents.render import render_markdown
-    from governance.core.reader import read_capsule_file
-    from governance.output import printable, write_atomic
+    from governance.agents.render import render_markdown  # noqa: PLC0415 (defers json)
+    from governance.core.reader import read_capsule_file  # noqa: PLC0415 (defers json)
 
     capsule = read_capsule_file(args.capsule)
     view = render_markdown(capsule)

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from governance.commands._args import add_json_flag
 from governance.errors import UsageError
+from governance.history.records import is_record_path
+from governance.output import err, out, print_json, printable
 
 if TYPE_CHECKING:
     import pygit2
@@ -64,8 +66,7 @@ def register(sub: Any) -> None:
 def _record_path(repo: pygit2.Repository, given: str) -> str | None:
     """``given`` as a record path of ``repo``'s working tree, or None when it is
     not one (a capsule anywhere else is replayed as a plain capsule)."""
-    from governance.core.paths import repo_relative
-    from governance.history.records import is_record_path
+    from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
 
     if repo.workdir is None:
         return None
@@ -77,17 +78,16 @@ def _record_path(repo: pygit2.Repository, given: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.core.reader import read_capsule_file
-    from governance.core.snapshot import open_repository
-    from governance.history.record_rules import (
+    from governance.core.reader import read_capsule_file  # noqa: PLC0415 (defers json)
+    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.history.record_rules import (  # noqa: PLC0415 (defers pygit2, PyYAML, json)
         Rule,
         branch_tips,
         judge,
         judge_blob,
         read_record_file,
     )
-    from governance.history.replay import rebuild_failed
-    from governance.output import err, out, print_json, printable
+    from governance.history.replay import rebuild_failed  # noqa: PLC0415 (defers pygit2, PyYAML, json)
 
     try:
         repo: pygit2.Repository | None = open_repository(args.repo)

@@ -9,6 +9,9 @@ from typing import Any
 
 from governance.commands._args import add_json_flag
 from governance.errors import CapsuleError, MalformedInput, SourceError
+from governance.history.records import signature_path
+from governance.history.signers import parse_signature
+from governance.output import err, out, print_json, write_atomic
 
 HELP = "sign capsule records with an SSH key (writes RECORD.sig beside each)"
 
@@ -55,7 +58,7 @@ def register(sub: Any) -> None:
 
 
 def _read_record(path: str) -> bytes:
-    from governance.core.reader import read_capsule
+    from governance.core.reader import read_capsule  # noqa: PLC0415 (defers json)
 
     try:
         st = os.lstat(path)
@@ -85,10 +88,7 @@ def _read_record(path: str) -> bytes:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.history.records import signature_path
-    from governance.history.signatures import sign_bytes, ssh_keygen
-    from governance.history.signers import parse_signature
-    from governance.output import err, out, print_json, write_atomic
+    from governance.history.signatures import sign_bytes, ssh_keygen  # noqa: PLC0415 (defers tempfile, subprocess)
 
     ssh_keygen()  # ssh_keygen_missing before anything is read
     # 1. Every record passes its pre-checks before any is signed.

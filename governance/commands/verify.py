@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from governance.commands._args import EXIT_CODES, add_json_flag
-from governance.output import err, out, printable
+from governance.output import err, out, print_json, printable
 
 HELP = "check a capsule's parts against a commit (never rewrites it)"
 
@@ -48,11 +48,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.core.reader import read_capsule_file
-    from governance.core.snapshot import Snapshot, open_repository
-    from governance.core.verify import counts, holds, verify_at_commit
-    from governance.guards.check import one_line
-    from governance.output import print_json
+    from governance.core.reader import read_capsule_file  # noqa: PLC0415 (defers json)
+    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.verify import counts, holds, verify_at_commit  # noqa: PLC0415 (defers pygit2, json)
+    from governance.guards.check import one_line  # noqa: PLC0415 (defers pygit2)
 
     capsule = read_capsule_file(args.capsule)
     repo = open_repository()

@@ -20,6 +20,7 @@ from governance.continuation import prompt
 from governance.core.canonical import has_surrogate, no_constant, no_duplicate_keys
 from governance.core.hashing import sha256_hex
 from governance.core.reader import CapsuleFile
+from governance.core.schema import validate as schema_validate
 from governance.errors import MalformedInput
 from governance.output import listed
 
@@ -290,8 +291,6 @@ def evaluate(
     schema, internal hashes, budget): a capsule that fails them is malformed
     input, not a disagreement, and never reaches this function.
     """
-    from governance.core.schema import validate as schema_validate
-
     # (1) Exactly two results, each one JSON object from an agent that behaved.
     objects: dict[str, dict[str, Any]] = {}
     problems: list[str] = []

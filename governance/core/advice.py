@@ -9,7 +9,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from governance.core.budget import Limits, estimate_tokens
+from governance.core.excerpt import candidate_locator
+from governance.core.headings import parse_headings, split_lines
 from governance.core.overlap import overlaps
+from governance.core.tree import Tree
 
 if TYPE_CHECKING:
     from governance.core.excerpt import Excerpt
@@ -76,10 +79,6 @@ def narrowing(
 def _sections(excerpt: Excerpt, snapshot: Snapshot) -> list[dict[str, Any]]:
     """The largest sections directly under the read's heading (for a whole
     file: under no heading, or under its one top heading), largest first."""
-    from governance.core.excerpt import candidate_locator
-    from governance.core.headings import parse_headings, split_lines
-    from governance.core.tree import Tree
-
     source = snapshot.source(excerpt.path)
     data = snapshot.read(source)
     text = data.decode("utf-8")

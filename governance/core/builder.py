@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.core import budget, canonical
+from governance.core.advice import narrowing
 from governance.core.capsule import (
     PACKET_FILE,
     PACKETS_DIR,
@@ -270,8 +271,6 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     lower = budget.estimate_tokens(sum(c.n_bytes for c in floor))
 
     def advised(exc: CapsuleError) -> CapsuleError:
-        from governance.core.advice import narrowing
-
         return narrowing(exc, limits, excerpts, snapshot, read_locators=packet.required_reads)
 
     excerpts: list[Excerpt] = []

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from governance.core.hashing import sha256_hex
+from governance.core.headings import line_count, parse_headings, split_lines
+from governance.core.tree import Tree
 from governance.errors import SourceError
 
 if TYPE_CHECKING:
@@ -88,8 +90,6 @@ def excerpt_of(snapshot: Snapshot, selector: Selector, source: Source) -> Excerp
     alone, so other locators into the same file share one parse."""
 
     def parse(text: str) -> Sequence[Heading]:
-        from governance.core.headings import parse_headings
-
         return snapshot.memo(
             "headings",
             source,
@@ -117,8 +117,6 @@ def select(
     text = decode_source(data, locator=selector.locator)
     source_sha = sha256_hex(data)
     if selector.slug is None:
-        from governance.core.headings import line_count
-
         return Excerpt(
             locator=selector.locator,
             path=selector.path,
@@ -130,9 +128,6 @@ def select(
             selected_sha256=source_sha,
             text=text,
         )
-
-    from governance.core.headings import parse_headings, split_lines
-    from governance.core.tree import Tree
 
     lines = split_lines(data)
     parsed = headings(text) if headings is not None else parse_headings(text)

@@ -47,7 +47,7 @@ _FRONT_MATTER_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 @cache
 def _parser() -> MarkdownIt:
     # Imported here: line counting (verify, whole-file reads) must not pay for it.
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # noqa: PLC0415 (defers markdown-it-py)
 
     return MarkdownIt("commonmark").enable("table").enable("strikethrough")
 
@@ -56,7 +56,7 @@ def _parser() -> MarkdownIt:
 def _block_parser() -> MarkdownIt:
     # Block structure only: inline markup is parsed for headings alone (most of
     # a document is paragraphs, whose inline parse would be thrown away).
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # noqa: PLC0415 (defers markdown-it-py)
 
     return MarkdownIt("commonmark").enable("table").enable("strikethrough").disable("inline")
 

@@ -26,7 +26,10 @@ from governance.core.capsule import (
     packet_id_of,
 )
 from governance.core.hashing import sha256_hex
-from governance.errors import MalformedInput
+from governance.core.headings import line_count
+from governance.core.locator import check_path, parse_locator
+from governance.core.schema import validate
+from governance.errors import MalformedInput, SourceError
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,6 @@ def _object_id(data: bytes, like: str) -> str:
 
 
 def _line_span(text: bytes) -> int:
-    from governance.core.headings import line_count
-
     return line_count(text)
 
 
@@ -78,8 +79,6 @@ def _check_read(read: dict[str, Any], index: int) -> None:
         raise _corrupt(
             f"{name}.selected_sha256 does not match {name}.text", field=f"{name}.selected_sha256"
         )
-    from governance.core.locator import parse_locator
-    from governance.errors import SourceError
 
     try:
         selector = parse_locator(read["locator"])
@@ -110,9 +109,6 @@ def _check_read(read: dict[str, Any], index: int) -> None:
 
 
 def _check_paths(document: dict[str, Any]) -> None:
-    from governance.core.locator import check_path
-    from governance.errors import SourceError
-
     named = [("packet.path", document["packet"]["path"])]
     named += [("context.path", document["context"]["path"])]
     named += [("policy.path", document["policy"]["path"])]
@@ -130,7 +126,7 @@ def _check_paths(document: dict[str, Any]) -> None:
 
 def _check_against_packet(document: dict[str, Any]) -> None:
     """What the capsule says the packet asked for is what the packet text says."""
-    from governance.core.packet import DEFAULT_QUESTION, parse_packet
+    from governance.core.packet import DEFAULT_QUESTION, parse_packet  # noqa: PLC0415 (defers PyYAML)
 
     try:
         packet = parse_packet(document["packet"]["text"], path=document["packet"]["path"])
@@ -154,8 +150,6 @@ def _check_against_packet(document: dict[str, Any]) -> None:
 
 
 def _read_v1(data: bytes, document: dict[str, Any]) -> CapsuleFile:
-    from governance.core.schema import validate
-
     # 1. Shape: the closed capsule/1 schema.
     validate(document, "capsule-1", what="capsule", code="capsule_malformed")
     # 2. Bytes: exactly the canonical serialisation of what they parse to.

@@ -6,6 +6,7 @@ import functools
 import json
 from typing import Any
 
+from governance.core import validators
 from governance.errors import CapsuleError, MalformedInput
 
 
@@ -13,7 +14,7 @@ from governance.errors import CapsuleError, MalformedInput
 def load_schema(name: str) -> dict[str, Any]:
     # Imported here: the success path validates with the generated validators
     # and never reads a schema file (importlib.resources costs about 3 ms).
-    from importlib import resources
+    from importlib import resources  # noqa: PLC0415 (defers importlib.resources)
 
     text = resources.files("governance.core").joinpath("schemas", f"{name}.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
@@ -23,7 +24,7 @@ def load_schema(name: str) -> dict[str, Any]:
 @functools.cache
 def _validator(name: str) -> Any:
     # jsonschema costs ~90 ms to import: only pay for it when validating.
-    import jsonschema
+    import jsonschema  # noqa: PLC0415 (defers jsonschema, tempfile, importlib.resources)
 
     schema = load_schema(name)
     # The shipped schemas are checked against their metaschema by the tests,
@@ -59,12 +60,10 @@ def validate(
     The generated validators answer a valid document without importing
     jsonschema (about 75 ms); jsonschema, the reference, judges and words
     everything else."""
-    from governance.core import validators
-
     if validators.is_valid(name, instance):
         return
     # The rejection path alone pays for jsonschema.
-    import jsonschema.exceptions
+    import jsonschema.exceptions  # noqa: PLC0415 (defers jsonschema, tempfile, importlib.resources)
 
     errors = list(_validator(name).iter_errors(instance))
     if not errors:

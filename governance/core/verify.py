@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import pygit2
+
 from governance.core.excerpt import Excerpt, check_heading_source, excerpt_of
 from governance.core.hashing import sha256_hex
 from governance.core.locator import parse_locator
@@ -103,7 +105,7 @@ def _whole(snapshot: Snapshot, part: str, recorded: dict[str, Any]) -> PartResul
 def _policy(snapshot: Snapshot, recorded: dict[str, Any]) -> PartResult:
     result = _whole(snapshot, "policy", recorded)
     if result.status == UNCHANGED:
-        from governance.core.policy import parse_policy
+        from governance.core.policy import parse_policy  # noqa: PLC0415 (defers PyYAML)
 
         source = snapshot.source(recorded["path"])
         values = parse_policy(snapshot.read(source).decode("utf-8"), path=source.path).values()
@@ -122,7 +124,7 @@ def _excerpt_json(excerpt: Excerpt) -> dict[str, Any]:
 
 
 def _heading_limit(snapshot: Snapshot) -> int:
-    from governance.core.policy import heading_source_limit
+    from governance.core.policy import heading_source_limit  # noqa: PLC0415 (defers PyYAML)
 
     return heading_source_limit(snapshot)
 
@@ -212,8 +214,6 @@ class DeclaredCommit:
 
 
 def _declared_snapshot(capsule: CapsuleFile, snapshot: Snapshot) -> Snapshot | DeclaredCommit:
-    import pygit2
-
     repo = snapshot.repo
     try:
         commit = repo.get(capsule.commit)

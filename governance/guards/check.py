@@ -21,6 +21,7 @@ from governance.core.capsule import (
     context_path,
     packet_path,
 )
+from governance.core.locator import parse_locator
 from governance.core.overlap import Overlap
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 from governance.errors import (
@@ -219,7 +220,7 @@ def check_packets(
 ) -> dict[str, list[Failure]]:
     """Every failure of each packet (an empty list when it builds), in order;
     each packet's overlapping reads go into ``warnings`` when it is given."""
-    from governance.core.builder import check_report
+    from governance.core.builder import check_report  # noqa: PLC0415 (defers PyYAML, json)
 
     results = {}
     for packet in packets:
@@ -269,8 +270,6 @@ class ReverseIndex:
 
 
 def _dependencies(packet_path: str, entry: pygit2.Object) -> set[str] | None:
-    from governance.core.locator import parse_locator
-
     if not isinstance(entry, pygit2.Blob) or entry.filemode not in (MODE_FILE, MODE_EXEC):
         return None
     try:
@@ -296,7 +295,7 @@ def required_reads(text: str) -> list[str] | None:
     """The ``required_reads`` strings of a packet's YAML, or None unless the
     document is a mapping with unique plain keys and that key is a list of
     strings."""
-    import yaml
+    import yaml  # noqa: PLC0415 (defers PyYAML)
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pygit2
 
 from governance.errors import OUTPUT_NOT_FILE, UsageError
+from governance.output import write_atomic
 
 # The hooks written, one script for both.
 HOOKS = ("pre-commit", "pre-merge-commit")
@@ -159,8 +160,6 @@ def _make_executable(target: Path) -> None:
 def install_hook(repo: pygit2.Repository, *, force: bool = False) -> list[Installed]:
     """Write every hook of HOOKS, or none: a different hook already in place is
     refused (``hook_exists``) before anything is written, unless ``force``."""
-    from governance.output import write_atomic
-
     folder = hooks_dir(repo)
     script = hook_script().encode("utf-8")
     plan = [Installed(name, folder / name, _action(folder / name, script, force)) for name in HOOKS]

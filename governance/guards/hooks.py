@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 import pygit2
 
-from governance.guards.check import Failure
+from governance.core.paths import repo_relative
+from governance.errors import EXIT_USAGE, NOT_A_RECORD, record_advice
+from governance.guards.check import Failure, ReverseIndex, check_packets
+from governance.guards.signed_records import signature_failures
+from governance.guards.staged import index_tree, open_index, staged_changes, staged_snapshot
+from governance.history.records import is_record_path, stray_in_records_folder
 
 
 @dataclass(frozen=True)
@@ -26,17 +31,12 @@ class GuardReport:
 
 
 def _paths(repo: pygit2.Repository, filenames: Sequence[str]) -> list[str]:
-    from governance.core.paths import repo_relative
-
     return [repo_relative(repo, name) for name in filenames]
 
 
 def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
     """Every packet that a staged change or a path in ``filenames`` can affect
     must build against the index."""
-    from governance.guards.check import ReverseIndex, check_packets
-    from governance.guards.staged import index_tree, open_index, staged_changes, staged_snapshot
-
     tree = index_tree(repo, open_index(repo))
     staged = staged_changes(repo, tree)
     # Staged deletions included: pre-commit never passes a deleted path, and
@@ -54,9 +54,7 @@ def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
 def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
     """Every staged record, and every record among ``filenames``, must be read
     from the index, pass the pre-checks and replay identically."""
-    from governance.guards.staged import index_tree, open_index, staged_changes, staged_snapshot
-    from governance.history.record_check import check_record
-    from governance.history.records import is_record_path
+    from governance.history.record_check import check_record  # noqa: PLC0415 (defers PyYAML, json)
 
     tree = index_tree(repo, open_index(repo))
     staged = staged_changes(repo, tree)
@@ -68,7 +66,6 @@ def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
     strays = tuple(_stray(path) for path in sorted(staged.changed - staged.deleted))
     # Signatures: a .sig needs its record; with policies/signing.yml at HEAD on,
     # every staged record (or one whose .sig changed) a trusted signature.
-    from governance.guards.signed_records import signature_failures
 
     signed, unsigned = signature_failures(repo, snapshot, candidates | set(staged.deleted))
     return GuardReport(
@@ -79,9 +76,6 @@ def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
 
 
 def _stray(path: str) -> Failure | None:
-    from governance.errors import EXIT_USAGE, NOT_A_RECORD, record_advice
-    from governance.history.records import stray_in_records_folder
-
     if not stray_in_records_folder(path):
         return None
     return Failure(

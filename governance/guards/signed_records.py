@@ -23,7 +23,7 @@ from governance.errors import (
     record_advice,
 )
 from governance.guards.check import Failure
-from governance.history.records import signature_path, signed_record
+from governance.history.records import is_record_path, signature_path, signed_record
 
 
 def _present(snapshot: Snapshot, path: str) -> bytes | None:
@@ -42,8 +42,6 @@ def signature_failures(
 ) -> tuple[list[str], list[Failure]]:
     """The records whose signatures were checked, and the failures, for the
     staged ``changed`` paths read from ``snapshot`` (the index)."""
-    from governance.history.records import is_record_path
-
     changed = set(changed)
     failures: list[Failure] = []
     # 1. A staged signature must sit beside a record (any policy).
@@ -66,7 +64,7 @@ def signature_failures(
     # signature changed) has a good signature by a signer HEAD trusts.
     if repo.head_is_unborn:
         return [], failures
-    from governance.history.signatures import (
+    from governance.history.signatures import (  # noqa: PLC0415 (defers tempfile, subprocess)
         SIGNED,
         check_signature,
         load_signers,

@@ -119,8 +119,8 @@ def replay_items(
 
     # Imported only for --jobs above 1: a one-job audit never loads the pool
     # machinery.
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import multiprocessing  # noqa: PLC0415 (defers multiprocessing)
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: PLC0415 (defers concurrent.futures)
 
     # fork: workers start at once, without importing anything again. Elsewhere
     # spawn, which imports governance afresh in every worker.

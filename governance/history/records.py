@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from governance.core.capsule import PACKETS_DIR, packet_path
 from governance.core.hashing import sha256_hex
 from governance.errors import CapsuleError, UsageError
+from governance.output import write_atomic
 
 if TYPE_CHECKING:
     import pygit2
@@ -143,8 +144,6 @@ def write_record(
     An existing record must already hold exactly these bytes; otherwise
     ``record_conflict`` and the file is left as it is.
     """
-    from governance.output import write_atomic
-
     if repo.workdir is None:
         raise UsageError(
             "--record writes into the working tree; this repository has none (bare)",

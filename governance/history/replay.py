@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
+from governance.core import canonical
 from governance.core.builder import build_capsule
 from governance.core.hashing import sha256_hex
 from governance.core.reader import CapsuleFile
@@ -45,8 +46,6 @@ class ReplayResult:
 
 
 def _value_hash(value: Any) -> str:
-    from governance.core import canonical
-
     return sha256_hex(canonical.dumps(value))
 
 

@@ -288,7 +288,7 @@ def signatures_required(snapshot: Any) -> bool:
     """``require_signatures`` of ``policies/signing.yml`` in a trusted snapshot
     (false without the file). The switch is read from the trusted revision,
     like the signers: a commit cannot switch its own check off."""
-    from governance.core.yamlload import load_yaml
+    from governance.core.yamlload import load_yaml  # noqa: PLC0415 (defers PyYAML, json)
 
     data = _read_optional(snapshot, SIGNING_POLICY_PATH)
     if not data.strip():

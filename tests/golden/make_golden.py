@@ -17,6 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from governance.core.builder import build_capsule
+from governance.core.snapshot import Snapshot, open_repository
+
 HERE = Path(__file__).resolve().parent
 
 FILES: dict[str, bytes] = {
@@ -72,9 +75,6 @@ def make_repository(root: Path) -> Path:
 
 
 def build_all(root: Path) -> dict[Path, bytes]:
-    from governance.core.builder import build_capsule
-    from governance.core.snapshot import Snapshot, open_repository
-
     repo = open_repository(make_repository(root))
     return {
         golden: build_capsule(Snapshot.at(repo, "HEAD", check_worktree=False), packet).data

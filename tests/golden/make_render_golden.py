@@ -20,6 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from governance.agents.render import render_markdown
+from governance.core.builder import build_capsule
+from governance.core.reader import read_capsule
+from governance.core.snapshot import Snapshot, open_repository
+
 HERE = Path(__file__).resolve().parent
 
 FENCES = (
@@ -109,9 +114,6 @@ def make_repository(root: Path) -> Path:
 
 def build_capsules(root: Path) -> dict[Path, bytes]:
     """Golden path -> the capsule JSON it renders."""
-    from governance.core.builder import build_capsule
-    from governance.core.snapshot import Snapshot, open_repository
-
     repo = open_repository(make_repository(root))
     return {
         golden: build_capsule(Snapshot.at(repo, "HEAD", check_worktree=False), packet).data
@@ -120,9 +122,6 @@ def build_capsules(root: Path) -> dict[Path, bytes]:
 
 
 def build_all(root: Path) -> dict[Path, bytes]:
-    from governance.agents.render import render_markdown
-    from governance.core.reader import read_capsule
-
     return {
         golden: render_markdown(read_capsule(data)).encode("utf-8")
         for golden, data in build_capsules(root).items()

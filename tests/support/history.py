@@ -11,6 +11,7 @@ from typing import Any
 
 from governance.core import canonical
 from governance.core.budget import fixpoint
+from governance.core.hashing import git_blob_id, sha256_hex
 from support.gitrepo import POLICY, Repo, Result, packet_yaml
 
 P1 = "packets/P-1/packet.yml"
@@ -46,7 +47,6 @@ def forge_target(data: bytes, target: int = 15000) -> bytes:
 def forge_whole_read(data: bytes, index: int, text: str) -> bytes:
     """A whole-file excerpt replaced, with every hash, blob id and line count that
     covers it rewritten to match: consistent in itself, false to its commit."""
-    from governance.core.hashing import git_blob_id, sha256_hex
 
     def edit(d: dict[str, Any]) -> None:
         read = d["reads"][index]
