@@ -3,7 +3,8 @@
 Needs the tokens extra (``make test`` installs it). Prints one row per corpus:
 bytes, the estimate, the exact count, exact / estimate, and whether the
 estimate is conservative (estimate >= exact). Corpora: this repository's
-docs, README and Python sources, the capsule of its own packet GC-003, and a
+docs, README and Python sources, the capsule of its own packet GC-003, the
+golden capsule GOLD-1 (three tiny reads, so mostly hashes), and a
 generated corpus (seeded, so every run counts the same text) of prose in
 several scripts, emoji, hex digests, base64, spaced letters and whitespace.
 It also times loading the tokenizer and counting a capsule.
@@ -78,8 +79,15 @@ def repository() -> dict[str, str]:
             p.read_text("utf-8") for p in sorted((ROOT / "governance").rglob("*.py"))
         ),
     }
+    golden = ROOT / "tests" / "golden" / "GOLD-1.capsule.json"
+    if golden.is_file():
+        corpora["golden capsule (tiny reads)"] = golden.read_text("utf-8")
+    # At the commit id, not HEAD: the committed bytes, however the work tree is.
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
     built = subprocess.run(
-        [sys.executable, "-m", "governance", "build", "packets/GC-003/packet.yml", "--at", "HEAD"],
+        [sys.executable, "-m", "governance", "build", "packets/GC-003/packet.yml", "--at", head],
         cwd=ROOT,
         capture_output=True,
         check=False,
