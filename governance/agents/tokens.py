@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import binascii
 import functools
-import gzip
 import hashlib
 from typing import Any
 
@@ -46,6 +45,7 @@ class Unavailable(Exception):
 
 def vocabulary_bytes(expected_sha256: str = VOCABULARY_SHA256) -> bytes:
     """The o200k_base vocabulary as shipped, after its SHA-256 check."""
+    import gzip  # noqa: PLC0415 (only a count reads the vocabulary)
     import importlib.metadata  # noqa: PLC0415 (defers tempfile, importlib.resources)
 
     try:

@@ -6,12 +6,17 @@ import argparse
 import sys
 from typing import Any
 
-from governance.agents.tokens import exact_count
 from governance.commands._args import EXIT_CODES, add_json_flag
-from governance.history.records import write_record
 from governance.output import err, print_json, write_atomic
 
 HELP = "compile a packet into a canonical context capsule"
+
+
+def _exact(data: bytes) -> dict[str, Any]:
+    # Imported only for --exact-tokens: the tokenizer's module pulls in gzip.
+    from governance.agents.tokens import exact_count  # noqa: PLC0415 (defers gzip)
+
+    return exact_count(data)
 
 
 def register(sub: Any) -> None:
@@ -95,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         "bytes": len(built.data),
         "estimated_tokens": built.estimated_tokens,
         # Reported only: never in the capsule's bytes, never a gate.
-        "exact_tokens": exact_count(built.data) if args.exact_tokens else None,
+        "exact_tokens": _exact(built.data) if args.exact_tokens else None,
         "target_tokens": built.limits.target_tokens,
         "hard_limit_tokens": built.limits.hard_limit_tokens,
         "reserve_tokens": built.limits.reserve_tokens,
@@ -103,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         "warnings": [w.to_json() for w in built.warnings],
     }
     if args.record:
+        from governance.history.records import write_record  # noqa: PLC0415 (only --record writes one)
+
         written = write_record(repo, packet_path, built.document["commit"], built.data)
         summary["record"] = written.path
         summary["record_status"] = written.status
