@@ -34,6 +34,8 @@ COMMANDS: Mapping[str, str] = {
     "render": "print a capsule as Markdown for a model (a view; the JSON stays the authority)",
     "mcp": "serve build, verify, replay, check, outline and list_packets to an agent over MCP",
     "cgp": "serve capsule parts as Context Graph Protocol frames (NDJSON over stdio)",
+    "suggest": "propose required_reads for a goal (model-free, deterministic)",
+    "new": "write packets/<ID>/packet.yml and context.md for a goal (never overwrites)",
 }
 
 

@@ -1,0 +1,235 @@
+"""The corpus a goal is matched against: every heading section, and every small
+whole file, of the tracked Markdown at one commit, read through the snapshot
+with its fail-closed rules and bounded before anything is read."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import pygit2
+
+from governance.authoring.terms import tokens
+from governance.core.excerpt import candidate_locator
+from governance.core.headings import Heading, parse_headings, split_lines
+from governance.core.snapshot import MODE_TREE, Snapshot
+from governance.core.tree import Tree
+from governance.errors import CapsuleError
+from governance.history.globs import PathGlobs, State
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+# Bounds taken before any blob is inflated: no repository makes suggest read
+# more than this. What is left out is counted, never silently dropped.
+@dataclass(frozen=True)
+class Bounds:
+    tree_entries: int = 200_000
+    files: int = 10_000
+    file_bytes: int = 4 << 20
+    total_bytes: int = 64 << 20
+
+
+DEFAULT_BOUNDS = Bounds()
+# A file this small is also a candidate whole (locator ``path``).
+SMALL_FILE_BYTES = 16 << 10
+
+
+@dataclass
+class Doc:
+    """One candidate read: a heading's section, or a whole small file."""
+
+    path: str
+    blob_id: str
+    selector: str | None  # after '#': a slug, qualified where it repeats; None: whole file
+    heading: Heading | None
+    first_line: int
+    last_line: int
+    data: bytes
+    length: int  # tokens, stop words included
+    tf: dict[str, int]  # of the goal's terms only
+
+    @property
+    def locator(self) -> str:
+        return self.path if self.selector is None else f"{self.path}#{self.selector}"
+
+    @property
+    def n_bytes(self) -> int:
+        return len(self.data)
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8")
+
+
+@dataclass
+class Corpus:
+    docs: list[Doc] = field(default_factory=list)
+    files: int = 0
+    bytes_read: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def markdown_paths(
+    snapshot: Snapshot, globs: PathGlobs | None, bounds: Bounds = DEFAULT_BOUNDS
+) -> tuple[list[str], bool]:
+    """Every Markdown path of the snapshot's tree (matching ``globs``), sorted, and
+    whether the walk stopped at ``bounds.tree_entries``."""
+    found: list[str] = []
+    visited = 0
+    start: State | None = globs.start if globs is not None else None
+    stack: list[tuple[pygit2.Tree, str, State | None]] = [(snapshot.tree, "", start)]
+    while stack:
+        tree, prefix, state = stack.pop()
+        for entry in tree:
+            visited += 1
+            if visited > bounds.tree_entries:
+                return sorted(found), True
+            name = entry.name or ""
+            after = globs.step(state, name) if globs is not None and state is not None else None
+            if entry.filemode == MODE_TREE:
+                if globs is None or (after is not None and globs.descends(after)):
+                    assert isinstance(entry, pygit2.Tree)
+                    stack.append((entry, f"{prefix}{name}/", after))
+                continue
+            if not name.lower().endswith(MARKDOWN_SUFFIXES):
+                continue
+            if globs is not None and (after is None or not globs.matches(after)):
+                continue
+            found.append(f"{prefix}{name}")
+    return sorted(found), False
+
+
+_NUMBERED = re.compile(r"(.+)-([1-9][0-9]*)")
+
+
+def usable_slugs(headings: Iterable[Heading]) -> set[str]:
+    """Slugs a plain ``path#slug`` surely names alone: unique in the file, and not
+    a ``base-N`` that could be GitHub's position number for a repeated ``base``.
+    (A quick path: every other heading asks the tree for its qualified selector.)"""
+    counts = Counter(heading.slug for heading in headings)
+    usable = set()
+    for slug, count in counts.items():
+        if count != 1:
+            continue
+        numbered = _NUMBERED.fullmatch(slug)
+        if numbered and counts.get(numbered.group(1), 0) > int(numbered.group(2)):
+            continue
+        usable.add(slug)
+    return usable
+
+
+def _file_docs(
+    path: str, blob_id: str, data: bytes, *, terms: frozenset[str], corpus: Corpus
+) -> None:
+    text = data.decode("utf-8")
+    headings = parse_headings(text)
+    lines = split_lines(data)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    # Blocks: the lines before the first heading, then each heading's own lines up
+    # to the next heading of any rank. Every section is a run of whole blocks.
+    starts = [1] + [heading.line for heading in headings]
+    ends = [heading.line - 1 for heading in headings] + [len(lines)]
+    lengths = [0]
+    sums: dict[str, list[int]] = {term: [0] for term in terms}
+    for first, last in zip(starts, ends, strict=True):
+        found = tokens(data[offsets[first - 1] : offsets[last]].decode("utf-8"))
+        lengths.append(lengths[-1] + len(found))
+        counts = Counter(found)
+        for term, running in sums.items():
+            running.append(running[-1] + counts.get(term, 0))
+
+    def doc(selector: str | None, heading: Heading | None, block_a: int, block_b: int) -> Doc:
+        first, last = starts[block_a], ends[block_b - 1]
+        tf = {t: s[block_b] - s[block_a] for t, s in sums.items() if s[block_b] > s[block_a]}
+        return Doc(
+            path=path,
+            blob_id=blob_id,
+            selector=selector,
+            heading=heading,
+            first_line=first,
+            last_line=last,
+            data=data[offsets[first - 1] : offsets[last]],
+            length=lengths[block_b] - lengths[block_a],
+            tf=tf,
+        )
+
+    if len(data) <= SMALL_FILE_BYTES or not headings:
+        if len(data) <= SMALL_FILE_BYTES:
+            corpus.docs.append(doc(None, None, 0, len(starts)))
+        else:
+            corpus.skipped["large_without_headings"] += 1
+    tree = Tree(headings, len(lines))
+    plain = usable_slugs(headings)
+    for index, heading in enumerate(headings):
+        if heading.slug in plain:
+            selector: str | None = heading.slug
+        else:
+            # A repeated slug: the qualified selector (parent/child) naming it alone.
+            locator = candidate_locator(path, tree, index)
+            selector = None if locator is None else locator.partition("#")[2]
+        if selector is None:
+            corpus.skipped["heading_unnamed"] += 1
+            continue
+        # The section's last block: the one that ends on its last line.
+        last_line = tree.sections[index].last_line
+        last_block = index + 1
+        while last_block < len(starts) and ends[last_block] < last_line:
+            last_block += 1
+        corpus.docs.append(doc(selector, heading, index + 1, last_block + 1))
+
+
+def scan(
+    snapshot: Snapshot,
+    globs: PathGlobs | None,
+    terms: Iterable[str],
+    bounds: Bounds = DEFAULT_BOUNDS,
+) -> Corpus:
+    """The corpus at ``snapshot``, keeping term frequencies of ``terms`` only."""
+    wanted = frozenset(terms)
+    corpus = Corpus()
+    paths, cut = markdown_paths(snapshot, globs, bounds)
+    if cut:
+        corpus.skipped["tree_entry_cap"] += 1
+    for path in _bounded(paths, snapshot, corpus, bounds):
+        try:
+            source = snapshot.source(path)
+            data = snapshot.read(source)
+            _file_docs(path, source.blob_id, data, terms=wanted, corpus=corpus)
+        except UnicodeDecodeError:
+            corpus.skipped["source_not_utf8"] += 1
+            continue
+        except CapsuleError as exc:
+            corpus.skipped[exc.code] += 1
+            continue
+        corpus.files += 1
+        corpus.bytes_read += len(data)
+    return corpus
+
+
+def _bounded(paths: list[str], snapshot: Snapshot, corpus: Corpus, bounds: Bounds) -> Iterator[str]:
+    """``paths`` up to ``bounds.files`` and ``bounds.total_bytes``, sizes taken from
+    object headers before any blob is read; a file over ``bounds.file_bytes`` is
+    skipped."""
+    total = 0
+    for index, path in enumerate(paths):
+        if index >= bounds.files:
+            corpus.skipped["file_cap"] += len(paths) - index
+            return
+        try:
+            size = snapshot.size(snapshot.source(path))
+        except CapsuleError as exc:
+            corpus.skipped[exc.code] += 1
+            continue
+        if size > bounds.file_bytes:
+            corpus.skipped["file_too_large"] += 1
+            continue
+        if total + size > bounds.total_bytes:
+            corpus.skipped["byte_cap"] += len(paths) - index
+            return
+        total += size
+        yield path

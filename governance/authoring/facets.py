@@ -1,0 +1,135 @@
+"""Facets of a goal, by rules and without a model: quoted phrases, the two
+sides of "X vs Y" and "compare A and B", runs of capitalised words, then the
+remaining content words. A section covers a facet when it holds every term of
+it (a phrase: its tokens in a row)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from governance.authoring.terms import STOPWORDS, content_terms, normalise, tokens
+
+MAX_GOAL_CHARS = 2000
+MAX_FACETS = 16
+
+PHRASE = "phrase"
+SIDE = "side"
+NAME = "name"
+WORD = "word"
+
+_QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201c\u201d]+)\u201d|`([^`]+)`')
+# Words as written (case kept), with where they start; punctuation splits clauses.
+_WORD = re.compile(r"[^\W_]+(?:['\u2019.-][^\W_]+)*")
+_CLAUSE = re.compile(r"[.,;:!?()\[\]{}]+(?:\s|$)|\n")
+_VERSUS = frozenset({"vs", "versus", "v"})
+_COMPARE = frozenset({"compare", "comparing", "compared", "contrast"})
+_COMPARE_JOIN = frozenset({"and", "with", "to", "against"})
+
+
+@dataclass(frozen=True)
+class Facet:
+    text: str  # its normalised tokens joined by a space: also its name
+    kind: str
+    terms: tuple[str, ...]  # content terms (scored and required)
+    sequence: tuple[str, ...]  # every token, stop words too, for a phrase
+
+    def to_json(self) -> dict[str, object]:
+        return {"facet": self.text, "kind": self.kind, "terms": list(self.terms)}
+
+
+def _facet(kind: str, text: str) -> Facet | None:
+    sequence = tuple(tokens(text))
+    terms = tuple(dict.fromkeys(content_terms(text)))
+    if not terms:
+        return None
+    return Facet(
+        text=" ".join(sequence if kind == PHRASE else terms),
+        kind=kind,
+        terms=terms,
+        sequence=sequence if kind == PHRASE else terms,
+    )
+
+
+def _run(words: list[str], start: int, step: int) -> list[str]:
+    """Content words next to ``start`` going ``step``, up to a stop word."""
+    out: list[str] = []
+    at = start
+    while 0 <= at < len(words) and normalise(words[at]) not in STOPWORDS:
+        out.append(words[at])
+        at += step
+    return out if step > 0 else out[::-1]
+
+
+def _sides(clause: str) -> list[str]:
+    words = _WORD.findall(clause)
+    low = [normalise(word) for word in words]
+    sides: list[str] = []
+    for index, word in enumerate(low):
+        if word in _VERSUS:
+            sides += [" ".join(_run(words, index - 1, -1)), " ".join(_run(words, index + 1, 1))]
+        elif word in _COMPARE:
+            first = _run(words, index + 1, 1)
+            after = index + 1 + len(first)
+            if first and after < len(low) and low[after] in _COMPARE_JOIN:
+                sides += [" ".join(first), " ".join(_run(words, after + 1, 1))]
+    return [side for side in sides if side]
+
+
+def _names(clause: str) -> list[str]:
+    """Runs of capitalised words; a lone one only when it does not start the clause
+    (a sentence's first word is capitalised whatever it means)."""
+    names: list[str] = []
+    run: list[str] = []
+    first = True
+
+    def flush(at_start: bool) -> None:
+        if len(run) > 1 or (run and not at_start):
+            names.append(" ".join(run))
+        run.clear()
+
+    run_at_start = False
+    for match in _WORD.finditer(clause):
+        word = match.group()
+        capital = word[0].isupper() and normalise(word) not in STOPWORDS
+        if capital:
+            if not run:
+                run_at_start = first
+            run.append(word)
+        else:
+            flush(run_at_start)
+        first = False
+    flush(run_at_start)
+    return names
+
+
+def goal_facets(goal: str) -> list[Facet]:
+    """The facets of ``goal``, in rule order, then in order of appearance; each term
+    set once, at most MAX_FACETS."""
+    found: list[Facet] = []
+    seen: set[tuple[str, ...]] = set()
+    claimed: set[str] = set()
+
+    def add(kind: str, text: str) -> None:
+        facet = _facet(kind, text)
+        if facet is None or facet.sequence in seen or len(found) >= MAX_FACETS:
+            return
+        seen.add(facet.sequence)
+        found.append(facet)
+        claimed.update(facet.terms)
+
+    for match in _QUOTED.finditer(goal):
+        add(PHRASE, next(group for group in match.groups() if group is not None))
+    rest = _QUOTED.sub(" . ", goal)
+    clauses = _CLAUSE.split(rest)
+    for clause in clauses:
+        for side in _sides(clause):
+            add(SIDE, side)
+    for clause in clauses:
+        for name in _names(clause):
+            if len(content_terms(name)) > 1 or content_terms(name)[0] not in claimed:
+                add(NAME, name)
+    for term in content_terms(rest):
+        if term not in claimed and term not in _VERSUS and term not in _COMPARE:
+            add(WORD, term)
+    return found

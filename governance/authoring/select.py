@@ -1,0 +1,194 @@
+"""Which candidates become reads: BM25 per facet, then a greedy choice by marginal
+facet coverage per byte (integer cross-multiplication), the best section of
+each file first, no overlap, no duplicate, one file's share capped, every
+read fitting the real budget. Every candidate ends in exactly one bucket."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from governance.authoring import bm25
+from governance.authoring.corpus import Doc
+from governance.authoring.facets import PHRASE, Facet
+from governance.authoring.terms import tokens
+
+# A read costs at least this many bytes in the ratio: a three-line section that
+# happens to name a term is not worth forty times a page that explains it.
+MIN_COST_BYTES = 1024
+
+DUPLICATE = "duplicate"
+OVERLAP = "overlap"
+REDUNDANT = "redundant_coverage"
+SHARE_CAP = "share_cap"
+BUDGET = "budget"
+READ_LIMIT = "read_limit"
+REASONS = (DUPLICATE, OVERLAP, REDUNDANT, SHARE_CAP, BUDGET, READ_LIMIT)
+
+FACET_NOT_FOUND = "facet_not_found"
+BUDGET_EXHAUSTED = "budget_exhausted"
+GAP_READ_LIMIT = "read_limit"
+GAP_OVERLAP = "overlap"
+
+
+class Fit(Protocol):
+    def might_fit(self, doc: Doc) -> bool:
+        """False only when ``doc`` surely cannot be added (a lower bound)."""
+
+    def fits(self, doc: Doc) -> bool:
+        """Whether the reads so far and ``doc`` fit, as the builder computes it."""
+
+    def add(self, doc: Doc) -> None: ...
+
+
+@dataclass
+class Candidate:
+    doc: Doc
+    score: int  # BM25 of the whole goal, x bm25.SCALE
+    facets: dict[int, int]  # facet index -> BM25 of its terms
+
+    @property
+    def cost(self) -> int:
+        return max(self.doc.n_bytes, MIN_COST_BYTES)
+
+    def value(self, covered: set[int]) -> int:
+        return sum(score for index, score in self.facets.items() if index not in covered)
+
+
+@dataclass
+class Selection:
+    reads: list[Candidate] = field(default_factory=list)
+    candidates: int = 0
+    omitted: Counter[str] = field(default_factory=Counter)
+    gaps: dict[int, str] = field(default_factory=dict)
+
+
+def _covers(doc: Doc, facet: Facet) -> bool:
+    if any(doc.tf.get(term, 0) == 0 for term in facet.terms):
+        return False
+    if facet.kind != PHRASE or len(facet.sequence) < 2:
+        return True
+    found = tokens(doc.text)
+    n = len(facet.sequence)
+    first = facet.sequence[0]
+    return any(
+        found[at] == first and tuple(found[at : at + n]) == facet.sequence
+        for at in range(len(found) - n + 1)
+    )
+
+
+def score(docs: Sequence[Doc], facets: Sequence[Facet]) -> list[Candidate]:
+    """Every doc covering at least one facet, with its integer scores, best first
+    (ties by path, then line)."""
+    n_docs = len(docs)
+    total = sum(doc.length for doc in docs)
+    terms = sorted({term for facet in facets for term in facet.terms})
+    freq = Counter(term for doc in docs for term in doc.tf)
+    idf = {term: bm25.idf(n_docs, freq[term]) for term in terms if freq[term]}
+    out: list[Candidate] = []
+    for doc in docs:
+        if not doc.tf:
+            continue
+        per_term = {
+            term: bm25.term_score(idf[term], tf, doc.length, n_docs, total)
+            for term, tf in doc.tf.items()
+            if term in idf
+        }
+        covered = {
+            index: sum(per_term[term] for term in facet.terms)
+            for index, facet in enumerate(facets)
+            if _covers(doc, facet)
+        }
+        if covered:
+            out.append(Candidate(doc=doc, score=sum(per_term.values()), facets=covered))
+    out.sort(key=lambda c: (-c.score, *_place(c.doc)))
+    return out
+
+
+def _better(a: Candidate, b: Candidate, covered: set[int]) -> bool:
+    """a before b: more new coverage per byte (a.value / a.cost > b.value / b.cost,
+    cross-multiplied), then by place."""
+    left = a.value(covered) * b.cost
+    right = b.value(covered) * a.cost
+    if left != right:
+        return left > right
+    return _place(a.doc) < _place(b.doc)
+
+
+def _place(doc: Doc) -> tuple[str, int, int, bool]:
+    # Path, then line; of a section and the whole file holding the same lines,
+    # the section (its locator survives edits elsewhere in the file).
+    return (doc.path, doc.first_line, -doc.last_line, doc.selector is None)
+
+
+def _overlaps(a: Doc, b: Doc) -> bool:
+    return a.path == b.path and a.first_line <= b.last_line and b.first_line <= a.last_line
+
+
+def choose(
+    candidates: list[Candidate], n_facets: int, fit: Fit, *, max_reads: int, per_file: int
+) -> Selection:
+    selection = Selection(candidates=len(candidates))
+    covered: set[int] = set()
+    per_path: Counter[str] = Counter()
+    texts: set[bytes] = set()
+    dropped: dict[int, list[str]] = {index: [] for index in range(n_facets)}
+    remaining = list(candidates)
+
+    def drop(candidate: Candidate, reason: str) -> None:
+        selection.omitted[reason] += 1
+        for index in candidate.facets:
+            dropped[index].append(reason)
+
+    while remaining:
+        kept = []
+        for candidate in remaining:
+            doc = candidate.doc
+            if doc.data in texts:
+                drop(candidate, DUPLICATE)
+            elif any(_overlaps(doc, read.doc) for read in selection.reads):
+                drop(candidate, OVERLAP)
+            elif candidate.value(covered) == 0:
+                drop(candidate, REDUNDANT)
+            elif per_path[doc.path] >= per_file:
+                drop(candidate, SHARE_CAP)
+            elif len(selection.reads) >= max_reads:
+                drop(candidate, READ_LIMIT)
+            elif not fit.might_fit(doc):
+                drop(candidate, BUDGET)
+            else:
+                kept.append(candidate)
+        remaining = kept
+        if not remaining:
+            break
+        # Diversity: while some file has no read yet, the best of those files first.
+        pool = [c for c in remaining if per_path[c.doc.path] == 0] or remaining
+        best = pool[0]
+        for candidate in pool[1:]:
+            if _better(candidate, best, covered):
+                best = candidate
+        remaining.remove(best)
+        if not fit.fits(best.doc):
+            drop(best, BUDGET)
+            continue
+        fit.add(best.doc)
+        selection.reads.append(best)
+        covered.update(best.facets)
+        per_path[best.doc.path] += 1
+        texts.add(best.doc.data)
+
+    for index in range(n_facets):
+        if index in covered:
+            continue
+        reasons = dropped[index]
+        if not reasons:
+            selection.gaps[index] = FACET_NOT_FOUND
+        elif BUDGET in reasons:
+            selection.gaps[index] = BUDGET_EXHAUSTED
+        elif READ_LIMIT in reasons or SHARE_CAP in reasons:
+            selection.gaps[index] = GAP_READ_LIMIT
+        else:
+            selection.gaps[index] = GAP_OVERLAP
+    return selection

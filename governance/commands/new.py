@@ -1,0 +1,94 @@
+"""``capsule new``: draft a packet from a goal, with the reads ``suggest`` proposes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands.suggest import add_options
+
+HELP = "write packets/<ID>/packet.yml and context.md for a goal (never overwrites)"
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "new",
+        help=HELP,
+        description=(
+            "Write packets/<ID>/packet.yml and packets/<ID>/context.md in the working tree: "
+            "the goal, a title and an objective, and the required_reads 'capsule suggest' "
+            "proposes for the goal at --at (none when nothing matches, and it says so). "
+            "Commit both files and 'capsule build' of the packet succeeds. Never overwrites "
+            "a file: if either exists, nothing is written (file_exists, exit 2)."
+        ),
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "id", metavar="ID", help="the packet id: a letter or digit, then letters, digits, . _ -"
+    )
+    add_options(parser, goal_option=True)
+    parser.add_argument("--title", metavar="TEXT", help="the packet's title (default: the goal)")
+    parser.add_argument(
+        "--objective", metavar="TEXT", help="the packet's objective (default: the goal)"
+    )
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from governance.authoring.new import check_id, new_packet
+    from governance.authoring.template import Draft
+    from governance.commands.suggest import options, report
+    from governance.core.snapshot import Snapshot, open_repository
+    from governance.errors import UsageError
+    from governance.output import print_json, printable
+
+    check_id(args.id)
+    opts = options(args)
+    repo = open_repository()
+    if repo.workdir is None:
+        raise UsageError(
+            "capsule new writes into a working tree; this repository is bare",
+            code="bare_repository",
+        )
+    snapshot = Snapshot.at(repo, args.at, check_worktree=False)
+    draft = Draft.make(
+        args.goal,
+        snapshot.commit_id,
+        packet_id=args.id,
+        title=args.title,
+        objective=args.objective,
+        target_tokens=opts.budget,
+    )
+    written = new_packet(snapshot, Path(repo.workdir), draft, opts)
+    reads = written.suggestion["reads"]
+    if args.json:
+        print_json(
+            {
+                "id": args.id,
+                "packet": written.packet_path,
+                "context": written.context_path,
+                "suggestion": written.suggestion,
+            }
+        )
+        return 0
+    _, err = report(written.suggestion)
+    for line in err:
+        print(line, file=sys.stderr)
+    if reads:
+        what = f"with {len(reads)} suggested reads"
+    else:
+        what = "with no reads: no section of the tracked Markdown matched the goal"
+    print(
+        printable(
+            f"capsule: wrote {written.packet_path} and {written.context_path} {what}; review "
+            f"them, commit, then: capsule build {written.packet_path}"
+        ),
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,159 @@
+"""``capsule suggest``: propose required_reads for a goal, with coverage and omissions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from governance.commands._args import EXIT_CODES, add_json_flag
+
+HELP = "propose required_reads for a goal (model-free, deterministic)"
+
+DESCRIPTION = (
+    "Propose required_reads for GOAL from the tracked Markdown at a commit: every heading "
+    "section and every small whole file is ranked by BM25 against the goal's facets "
+    "(quoted phrases, both sides of 'X vs Y' and 'compare A and B', runs of capitalised "
+    "words, then the other content words), and reads are chosen by new facet coverage per "
+    "byte, the best section of each file first, never two that overlap or repeat, within "
+    "the read limit and the policy's budget as the builder computes it for the packet "
+    "'capsule new' would write. Prints the reads as YAML on stdout, then coverage (each "
+    "unresolved facet with facet_not_found, budget_exhausted, read_limit or overlap) and "
+    "omissions (why each other candidate was left out) on stderr. The same goal, commit "
+    "and options give the same output on every machine. Nothing is written."
+)
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "suggest",
+        help=HELP,
+        description=DESCRIPTION,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_options(parser)
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def add_options(parser: argparse.ArgumentParser, *, goal_option: bool = False) -> None:
+    """The options ``suggest`` and ``new`` share."""
+    if goal_option:
+        parser.add_argument("--goal", required=True, metavar="TEXT", help="what the work is for")
+    else:
+        parser.add_argument("goal", metavar="GOAL", help="what the work is for, in words")
+    parser.add_argument(
+        "--at",
+        metavar="REV",
+        default="HEAD",
+        help="commit to read: HEAD (default), a full commit id or a unique hex prefix (>= 4)",
+    )
+    parser.add_argument(
+        "--paths",
+        nargs="+",
+        metavar="GLOB",
+        default=[],
+        help="only Markdown files matching one of these globs ('docs/**/*.md'; '*' stays "
+        "within a folder, '**' spans folders)",
+    )
+    parser.add_argument(
+        "--max-reads",
+        type=int,
+        metavar="N",
+        help="at most N reads (default and ceiling: the policy's max_required_reads)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        metavar="TOKENS",
+        help="the packet's budget.target_tokens (default: the policy's target_tokens)",
+    )
+
+
+def options(args: argparse.Namespace) -> Any:
+    from governance.authoring.suggest import Options
+    from governance.errors import UsageError
+
+    if args.budget is not None and args.budget < 1:
+        raise UsageError("--budget must be at least 1 token", code="usage")
+    return Options(paths=tuple(args.paths), max_reads=args.max_reads, budget=args.budget)
+
+
+def run(args: argparse.Namespace) -> int:
+    from governance.authoring.suggest import suggest
+    from governance.authoring.template import Draft
+    from governance.core.snapshot import Snapshot, open_repository
+    from governance.output import print_json
+
+    opts = options(args)
+    repo = open_repository()
+    snapshot = Snapshot.at(repo, args.at, check_worktree=False)
+    draft = Draft.make(args.goal, snapshot.commit_id, target_tokens=opts.budget)
+    result = suggest(snapshot, draft, opts)
+    if args.json:
+        print_json(result)
+        return 0
+    out, err = report(result)
+    for line in out:
+        print(line)
+    sys.stdout.flush()
+    for line in err:
+        print(line, file=sys.stderr)
+    return 0
+
+
+def report(result: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Human lines: the reads as YAML (stdout), then the summary (stderr), each made
+    printable (a heading or path from the repository never reaches a terminal raw)."""
+    from governance.authoring.template import quoted
+    from governance.output import printable
+
+    reads = result["reads"]
+    out = ["required_reads:" + ("" if reads else " []")]
+    for read in reads:
+        first, last = read["lines"]
+        out.append(
+            f"  - {quoted(read['locator'])}  # lines {first}-{last}, {read['bytes']:,} B, "
+            f"~{read['estimated_tokens']:,} tokens; covers {', '.join(read['facets'])}"
+        )
+    coverage = result["coverage"]
+    n_facets = len(result["facets"])
+    unresolved = coverage["unresolved"]
+    err = [
+        f"capsule: suggested {len(reads)} reads at {result['commit'][:12]} for "
+        f"{len(result['facets'])} facets: "
+        + ", ".join(facet["facet"] for facet in result["facets"])
+    ]
+    if unresolved:
+        err.append(
+            f"coverage: incomplete, {n_facets - len(unresolved)} of {n_facets} facets covered; "
+            "unresolved: " + ", ".join(f"{u['facet']} ({u['gap']})" for u in unresolved)
+        )
+    else:
+        err.append(f"coverage: complete, all {n_facets} facets covered")
+    omissions = result["omissions"]
+    reasons = ", ".join(f"{n} {why}" for why, n in omissions["reasons"].items() if n)
+    err.append(
+        f"omissions: {omissions['candidates']} candidates, {omissions['selected']} selected"
+        + (f"; left out: {reasons}" if reasons else "")
+    )
+    corpus = result["corpus"]
+    skipped = ", ".join(f"{n} {why}" for why, n in corpus["skipped"].items())
+    err.append(
+        f"corpus: {corpus['files']:,} Markdown files, {corpus['bytes']:,} bytes, "
+        f"{corpus['sections']:,} sections" + (f"; skipped: {skipped}" if skipped else "")
+    )
+    capsule = result["capsule"]
+    if "error" in capsule:
+        err.append(
+            f"budget: {capsule['packet']} does not fit even without reads: "
+            f"{capsule['error']['code']}"
+        )
+    else:
+        err.append(
+            f"budget: {capsule['packet']} with these reads builds to {capsule['bytes']:,} bytes, "
+            f"{capsule['estimated_tokens']:,} estimated tokens of {capsule['target_tokens']:,} "
+            f"(target from {capsule['target_source']})"
+        )
+    return [printable(line) for line in out], [printable(line) for line in err]

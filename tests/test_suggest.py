@@ -1,0 +1,290 @@
+"""``capsule suggest``: deterministic evidence for a goal, on real repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gitrepo import POLICY, Repo
+from governance.authoring import select
+from governance.authoring.corpus import Bounds
+from governance.authoring.suggest import Options, suggest
+from governance.authoring.template import Draft
+from governance.core.snapshot import Snapshot, open_repository
+
+REPLAY = """\
+# Replay
+
+Replay rebuilds a capsule record at its declared commit and compares bytes.
+
+## What replay reads
+
+Replay reads git objects only: no checkout, no filter, no hook.
+
+## Exit codes
+
+Zero when identical, one when the record differs.
+"""
+
+AUDIT = """\
+# Audit
+
+Audit walks history and replays every record once per distinct blob.
+
+## Sharding
+
+Audit shards across CI jobs so each record replays exactly once.
+"""
+
+BUDGET = """\
+# Budget
+
+The token budget is checked before anything is written: the estimator
+divides the bytes by three.
+"""
+
+
+def make_repo(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "repo")
+    r.write("policies/capsule.yml", POLICY)
+    r.write("docs/replay.md", REPLAY)
+    r.write("docs/audit.md", AUDIT)
+    r.write("docs/budget.md", BUDGET)
+    r.commit("docs")
+    return r
+
+
+def run(cli, repo: Repo, *argv: str) -> dict:
+    result = cli(["suggest", *argv, "--json"], cwd=repo.path)
+    assert result.code == 0, result.out + result.err
+    return json.loads(result.out)
+
+
+def invariant(result: dict) -> None:
+    omissions = result["omissions"]
+    assert omissions["selected"] == len(result["reads"])
+    assert set(omissions["reasons"]) == set(select.REASONS)
+    assert omissions["candidates"] == omissions["selected"] + sum(omissions["reasons"].values())
+
+
+def test_suggest_names_the_sections_of_the_goal(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run(cli, repo, "How does audit shards the replay of every record across CI jobs?")
+    locators = [read["locator"] for read in result["reads"]]
+    assert locators[0] == "docs/audit.md#sharding" or locators[0] == "docs/audit.md"
+    assert result["commit"] == repo.head()
+    assert result["goal"].startswith("How does audit")
+    first = result["reads"][0]
+    assert set(first) >= {"locator", "path", "lines", "bytes", "estimated_tokens", "facets"}
+    assert first["estimated_tokens"] == -(-first["bytes"] // 3)
+    assert result["coverage"]["complete"] is True
+    invariant(result)
+
+
+def test_reads_carry_their_exact_lines_and_bytes(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run(cli, repo, "what replay reads", "--paths", "docs/replay.md")
+    by_locator = {read["locator"]: read for read in result["reads"]}
+    read = by_locator["docs/replay.md#what-replay-reads"]
+    assert read["lines"] == [5, 8]
+    lines = (repo.path / "docs/replay.md").read_bytes().splitlines(keepends=True)
+    assert read["bytes"] == len(b"".join(lines[4:8]))
+
+
+def test_same_bytes_from_any_folder_and_process(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    goal = "Compare audit and replay: which one reads git objects only?"
+    first = cli(["suggest", goal, "--json"], cwd=repo.path).out
+    (repo.path / "docs").mkdir(exist_ok=True)
+    second = cli(["suggest", goal, "--json"], cwd=repo.path / "docs").out
+    env = {**os.environ, "LC_ALL": "C", "TZ": "Pacific/Kiritimati", "PYTHONHASHSEED": "123"}
+    third = subprocess.run(
+        [sys.executable, "-m", "governance", "suggest", goal, "--json"],
+        cwd=repo.path,
+        env=env,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert first == second
+    assert first.encode("utf-8") == third
+
+
+def test_compare_goal_gets_both_sides(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run(cli, repo, "compare audit and budget")
+    names = [facet["facet"] for facet in result["facets"]]
+    assert names[:2] == ["audit", "budget"]
+    assert {facet["kind"] for facet in result["facets"][:2]} == {"side"}
+    paths = {read["path"] for read in result["reads"]}
+    assert {"docs/audit.md", "docs/budget.md"} <= paths
+
+
+def test_nested_sections_are_never_both_proposed(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run(cli, repo, "replay record declared commit git objects exit codes", "--paths",
+                 "docs/replay.md")  # fmt: skip
+    reads = result["reads"]
+    for a in reads:
+        for b in reads:
+            if a is not b and a["path"] == b["path"]:
+                assert a["lines"][1] < b["lines"][0] or b["lines"][1] < a["lines"][0]
+    assert result["omissions"]["reasons"]["overlap"] >= 1
+    invariant(result)
+
+
+def test_identical_text_is_a_duplicate(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.write("docs/copy.md", "# Other\n\n" + AUDIT.replace("# Audit\n", "## Audit\n"))
+    repo.write("docs/again.md", "# Again\n\n" + AUDIT.replace("# Audit\n", "## Audit\n"))
+    repo.commit("copies")
+    result = run(cli, repo, "sharding", "--paths", "docs/copy.md", "docs/again.md")
+    assert result["omissions"]["reasons"]["duplicate"] >= 1
+    invariant(result)
+
+
+def test_read_limit_and_its_gap(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run(cli, repo, "sharding estimator", "--max-reads", "1")
+    assert len(result["reads"]) == 1
+    assert result["coverage"]["complete"] is False
+    gaps = {u["facet"]: u["gap"] for u in result["coverage"]["unresolved"]}
+    assert list(gaps.values()) == ["read_limit"]
+    assert result["omissions"]["reasons"]["read_limit"] >= 1
+    invariant(result)
+
+
+def test_share_cap_keeps_one_file_from_taking_every_read(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.write(
+        "docs/many.md",
+        "# Many\n\n"
+        + "".join(f"## Topic {n}\n\nalpha{n} appears here.\n\n" for n in range(6))
+        + "padding\n" * 3000,  # too large to be a candidate whole
+    )
+    repo.commit("many")
+    goal = " ".join(f"alpha{n}" for n in range(6))
+    result = run(cli, repo, goal, "--max-reads", "4")
+    assert result["limits"] == {"max_reads": 4, "per_file": 2}
+    per_path = [read["path"] for read in result["reads"]]
+    assert per_path.count("docs/many.md") == 2
+    assert result["omissions"]["reasons"]["share_cap"] >= 1
+    invariant(result)
+
+
+def test_facet_not_found(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run(cli, repo, "sharding zeppelin")
+    assert result["coverage"]["unresolved"] == [{"facet": "zeppelin", "gap": "facet_not_found"}]
+    assert result["coverage"]["facets"]["sharding"] == ["docs/audit.md#sharding"] or result[
+        "coverage"
+    ]["facets"]["sharding"] == ["docs/audit.md"]
+
+
+def test_nothing_matches(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run(cli, repo, "zeppelin")
+    assert result["reads"] == []
+    assert result["omissions"]["candidates"] == 0
+    invariant(result)
+
+
+def test_a_goal_of_stop_words_only_is_exit_2(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = cli(["suggest", "what is it about?", "--json"], cwd=repo.path)
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "goal_empty"
+    long = cli(["suggest", "word " * 500, "--json"], cwd=repo.path)
+    assert long.code == 2
+    assert json.loads(long.out)["error"]["code"] == "goal_too_long"
+
+
+def test_quoted_phrase_needs_its_words_in_a_row(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run(cli, repo, '"git objects"')
+    assert [read["path"] for read in result["reads"]] == ["docs/replay.md"]
+    result = run(cli, repo, '"objects git"')
+    assert result["reads"] == []
+    assert result["coverage"]["unresolved"][0]["gap"] == "facet_not_found"
+
+
+def test_repeated_slugs_are_proposed_qualified(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    pad = "padding\n" * 3000  # too large to be a candidate whole
+    repo.write(
+        "docs/twice.md",
+        "# Twice\n\n## Design\n\n### Notes\n\nwombat here.\n\n"
+        "## Later\n\n### Notes\n\nnumbat there.\n\n" + pad,
+    )
+    repo.commit("twice")
+    result = run(cli, repo, "wombat numbat")
+    assert [read["locator"] for read in result["reads"]] == [
+        "docs/twice.md#design/notes",
+        "docs/twice.md#later/notes",
+    ]
+    assert result["reads"][0]["lines"] == [5, 8]
+
+
+def test_headings_no_selector_names_are_skipped_and_counted(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.write(
+        "docs/twins.md",
+        "# Twins\n\n## Notes\n\nwombat here.\n\n## Notes\n\nwombat again.\n" + "x\n" * 9000,
+    )
+    repo.commit("twins")
+    result = run(cli, repo, "wombat")
+    assert result["corpus"]["skipped"]["heading_unnamed"] == 2
+    assert all("#notes" not in read["locator"] for read in result["reads"])
+
+
+def test_unsafe_sources_are_skipped_and_counted(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.write("docs/latin1.md", "# Caf\xe9\n\nsharding\n".encode("latin-1"))
+    os.symlink("audit.md", repo.path / "docs/link.md")
+    repo.commit("odd")
+    result = run(cli, repo, "sharding")
+    skipped = result["corpus"]["skipped"]
+    assert skipped["source_not_utf8"] == 1
+    assert skipped["source_symlink"] == 1
+    assert all(read["path"] not in ("docs/latin1.md", "docs/link.md") for read in result["reads"])
+
+
+def test_bounds_cap_what_is_read(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    snapshot = Snapshot.at(open_repository(repo.path), "HEAD", check_worktree=False)
+    draft = Draft.make("sharding", snapshot.commit_id)
+    small = Options(bounds=Bounds(file_bytes=200))
+    result = suggest(snapshot, draft, small)
+    assert result["corpus"]["skipped"]["file_too_large"] >= 1
+    capped = suggest(snapshot, draft, Options(bounds=Bounds(files=1)))
+    assert capped["corpus"]["files"] == 1
+    assert capped["corpus"]["skipped"]["file_cap"] == 2
+    total = suggest(snapshot, draft, Options(bounds=Bounds(total_bytes=300)))
+    assert total["corpus"]["skipped"]["byte_cap"] >= 1
+    walk = suggest(snapshot, draft, Options(bounds=Bounds(tree_entries=2)))
+    assert walk["corpus"]["skipped"]["tree_entry_cap"] == 1
+
+
+def test_older_commit_and_paths(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    old = repo.head()
+    repo.write("docs/late.md", "# Late\n\nwombat\n")
+    repo.commit("late")
+    assert run(cli, repo, "wombat")["reads"][0]["path"] == "docs/late.md"
+    assert run(cli, repo, "wombat", "--at", old[:8])["reads"] == []
+    assert run(cli, repo, "wombat", "--paths", "docs/a*.md")["reads"] == []
+
+
+def test_human_output_is_yaml_and_printable(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.write("docs/evil.md", "# Wombat \x1b[31mred\u202e\n\nwombat\n")
+    repo.commit("evil")
+    result = cli(["suggest", "wombat"], cwd=repo.path)
+    assert result.code == 0, result.err
+    assert result.out.startswith("required_reads:\n  - ")
+    assert "\x1b" not in result.out + result.err
+    assert "\u202e" not in result.out + result.err
+    assert "coverage: complete" in result.err
+    assert "omissions:" in result.err
