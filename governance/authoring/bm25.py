@@ -4,7 +4,8 @@ point (libm's ``log`` may differ in its last bit) decides an order.
 Scores are fixed-point integers: ``SCALE`` is 1.0. The IDF is
 ``ln(1 + (N - df + 0.5) / (df + 0.5))`` = ``ln((2N + 2) / (2df + 1))``, taken
 by an integer logarithm; the term-frequency part is an exact rational,
-floored once.
+floored once. Document lengths are in bytes (the average likewise): the
+ratio BM25 needs, without tokenising text that holds none of the goal's terms.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from governance.authoring.terms import tokens
+from governance.authoring.quickheadings import quick_headings
+from governance.authoring.terms import RUN, normalise
 from governance.core.excerpt import candidate_locator
 from governance.core.headings import Heading, parse_headings, split_lines
 from governance.core.snapshot import MODE_TREE, Snapshot
@@ -48,7 +49,7 @@ class Doc:
     first_line: int
     last_line: int
     data: bytes
-    length: int  # tokens, stop words included
+    length: int  # BM25's document length: the section's bytes
     tf: dict[str, int]  # of the goal's terms only
 
     @property
@@ -125,7 +126,8 @@ def _file_docs(
     path: str, blob_id: str, data: bytes, *, terms: frozenset[str], corpus: Corpus
 ) -> None:
     text = data.decode("utf-8")
-    headings = parse_headings(text)
+    quick = quick_headings(text)
+    headings = quick if quick is not None else parse_headings(text)
     lines = split_lines(data)
     offsets = [0]
     for line in lines:
@@ -137,11 +139,18 @@ def _file_docs(
     lengths = [0]
     sums: dict[str, list[int]] = {term: [0] for term in terms}
     for first, last in zip(starts, ends, strict=True):
-        found = tokens(data[offsets[first - 1] : offsets[last]].decode("utf-8"))
-        lengths.append(lengths[-1] + len(found))
-        counts = Counter(found)
+        raw = data[offsets[first - 1] : offsets[last]]
+        lengths.append(lengths[-1] + len(raw))
+        # Most blocks hold none of the goal's terms: a substring test of the
+        # normalised text rules them out before any tokenising.
+        folded = normalise(raw.decode("utf-8"))
+        found: list[str] | None = None
         for term, running in sums.items():
-            running.append(running[-1] + counts.get(term, 0))
+            count = 0
+            if term in folded:
+                found = RUN.findall(folded) if found is None else found
+                count = found.count(term)
+            running.append(running[-1] + count)
 
     def doc(selector: str | None, heading: Heading | None, block_a: int, block_b: int) -> Doc:
         first, last = starts[block_a], ends[block_b - 1]

@@ -91,6 +91,7 @@ class BudgetFit:
             return
         self.limits = base.limits
         self.max_reads = base.policy.max_required_reads
+        self.max_heading_source_bytes = base.policy.max_heading_source_bytes
         self.base_bytes = len(base.data)
         self._base_packet = _escaped(draft.packet_text([]))
         self._base_digits = _digits(self.base_bytes) + _digits(

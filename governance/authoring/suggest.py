@@ -4,7 +4,7 @@ give the same result on every machine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from governance.authoring import select
@@ -55,9 +55,12 @@ def suggest(snapshot: Snapshot, draft: Draft, options: Options) -> dict[str, Any
     if options.max_reads is not None:
         limit = min(limit, options.max_reads)
 
-    corpus = scan(
-        snapshot, globs, {term for facet in facets for term in facet.terms}, options.bounds
-    )
+    bounds = options.bounds
+    if fit.error is None:
+        # A heading read of a larger source would fail the build (source_too_large).
+        limit_bytes = fit.max_heading_source_bytes
+        bounds = replace(bounds, file_bytes=min(bounds.file_bytes, limit_bytes))
+    corpus = scan(snapshot, globs, {term for facet in facets for term in facet.terms}, bounds)
     candidates = select.score(corpus.docs, facets)
     chosen = select.choose(
         candidates, len(facets), fit, max_reads=limit, per_file=max(1, -(-limit // 2))

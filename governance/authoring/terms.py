@@ -30,7 +30,7 @@ _STOPWORDS = """
 STOPWORDS = frozenset(_STOPWORDS.split())
 
 # Letters and digits (Unicode), never the underscore \w also matches.
-_RUN = re.compile(r"[^\W_]+")
+RUN = re.compile(r"[^\W_]+")
 
 
 def normalise(text: str) -> str:
@@ -40,7 +40,7 @@ def normalise(text: str) -> str:
 def tokens(text: str) -> list[str]:
     """Every run of letters and digits of ``text``, normalised, stop words included
     (phrases are matched on this sequence)."""
-    return _RUN.findall(normalise(text))
+    return RUN.findall(normalise(text))
 
 
 def content_terms(text: str) -> list[str]:
