@@ -171,6 +171,14 @@ IO_ERROR = _code("io_error", CapsuleError)
 GIT_ERROR = _code("git_error", CapsuleError)
 INTERNAL_ERROR = _code("internal_error", CapsuleError)
 
+# Authoring: capsule suggest and capsule new (exit 2).
+GOAL_EMPTY = _code("goal_empty", UsageError)
+GOAL_TOO_LONG = _code("goal_too_long", UsageError)
+TEXT_EMPTY = _code("text_empty", UsageError)
+TEXT_NOT_UTF8 = _code("text_not_utf8", UsageError)
+INVALID_PACKET_ID = _code("invalid_packet_id", UsageError)
+FILE_EXISTS = _code("file_exists", UsageError)
+
 # Malformed input: a packet, policy, capsule or result (exit 2).
 PACKET_MALFORMED = _code("packet_malformed", MalformedInput, advice="fix the packet")
 POLICY_MALFORMED = _code("policy_malformed", MalformedInput, advice="fix the policy")

@@ -16,7 +16,7 @@ from governance.core.cache import BlobCache
 from governance.core.hashing import git_blob_id
 from governance.core.locator import check_path
 from governance.core.snapshot import MODE_FILE, Snapshot, Source
-from governance.errors import BudgetError, CapsuleError
+from governance.errors import INTERNAL_ERROR, BudgetError, CapsuleError
 
 # Within this many bytes of a limit, the builder itself decides.
 _MARGIN = 64
@@ -189,5 +189,5 @@ class BudgetFit:
         except CapsuleError as exc:
             raise CapsuleError(
                 f"internal error: the suggested reads do not build ({exc.code}: {exc.message})",
-                code="internal_error",
+                code=INTERNAL_ERROR,
             ) from exc

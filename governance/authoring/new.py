@@ -14,7 +14,7 @@ from governance.authoring.template import Draft
 from governance.core.packet import parse_packet
 from governance.core.schema import load_schema
 from governance.core.snapshot import Snapshot
-from governance.errors import UsageError
+from governance.errors import FILE_EXISTS, INVALID_PACKET_ID, UsageError
 
 
 def check_id(packet_id: str) -> str:
@@ -28,7 +28,7 @@ def check_id(packet_id: str) -> str:
             f"{packet_id!r}: a packet id is runs of letters and digits joined by single '.', "
             f"'_' or '-', at most {rule.get('maxLength')} characters (as packets/<ID>/ names "
             "it)",
-            code="invalid_packet_id",
+            code=INVALID_PACKET_ID,
             id=packet_id,
         )
     return packet_id
@@ -51,7 +51,7 @@ def new_packet(snapshot: Snapshot, workdir: Path, draft: Draft, options: Options
             raise UsageError(
                 f"{rel} already exists; capsule new never overwrites a file (pick another id, "
                 "or edit it by hand)",
-                code="file_exists",
+                code=FILE_EXISTS,
                 path=rel,
             )
     result = suggest(snapshot, draft, options)
@@ -73,7 +73,7 @@ def _create(target: Path, data: bytes, shown: str) -> None:
     except FileExistsError:
         raise UsageError(
             f"{shown} already exists; capsule new never overwrites a file",
-            code="file_exists",
+            code=FILE_EXISTS,
             path=shown,
         ) from None
     with os.fdopen(fd, "wb") as handle:

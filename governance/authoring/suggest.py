@@ -15,7 +15,7 @@ from governance.authoring.template import Draft
 from governance.authoring.terms import STOPWORDS_VERSION
 from governance.core import budget
 from governance.core.snapshot import Snapshot
-from governance.errors import UsageError
+from governance.errors import GOAL_EMPTY, GOAL_TOO_LONG, USAGE, UsageError
 from governance.history.globs import PathGlobs
 
 ALGORITHM = "suggest/1"
@@ -33,7 +33,7 @@ def check_goal(goal: str) -> str:
     if len(goal) > MAX_GOAL_CHARS:
         raise UsageError(
             f"the goal has {len(goal)} characters, more than {MAX_GOAL_CHARS}; say it shorter",
-            code="goal_too_long",
+            code=GOAL_TOO_LONG,
         )
     return goal
 
@@ -45,10 +45,10 @@ def suggest(snapshot: Snapshot, draft: Draft, options: Options) -> dict[str, Any
     if not facets:
         raise UsageError(
             "the goal has no content words to match (only stop words or punctuation)",
-            code="goal_empty",
+            code=GOAL_EMPTY,
         )
     if options.max_reads is not None and options.max_reads < 1:
-        raise UsageError("--max-reads must be at least 1", code="usage")
+        raise UsageError("--max-reads must be at least 1", code=USAGE)
     globs = PathGlobs(list(options.paths)) if options.paths else None
     fit = BudgetFit(snapshot, draft)
     limit = fit.max_reads if fit.error is None else 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from governance.errors import UsageError
+from governance.errors import TEXT_EMPTY, TEXT_NOT_UTF8, UsageError
 
 DEFAULT_ID = "NEW"
 TITLE_CHARS = 100
@@ -53,9 +53,9 @@ def quoted(value: str) -> str:
 
 def check_text(value: str, option: str) -> str:
     if any(0xD800 <= ord(char) <= 0xDFFF for char in value):
-        raise UsageError(f"{option}: not valid UTF-8", code="text_not_utf8", option=option)
+        raise UsageError(f"{option}: not valid UTF-8", code=TEXT_NOT_UTF8, option=option)
     if not value.strip():
-        raise UsageError(f"{option}: empty", code="text_empty", option=option)
+        raise UsageError(f"{option}: empty", code=TEXT_EMPTY, option=option)
     return value
 
 

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from governance.authoring.template import Draft
     from governance.commands.suggest import options, report
     from governance.core.snapshot import Snapshot, open_repository
-    from governance.errors import UsageError
+    from governance.errors import NO_WORKING_TREE, UsageError
     from governance.output import print_json, printable
 
     check_id(args.id)
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if repo.workdir is None:
         raise UsageError(
             "capsule new writes into a working tree; this repository is bare",
-            code="bare_repository",
+            code=NO_WORKING_TREE,
         )
     snapshot = Snapshot.at(repo, args.at, check_worktree=False)
     draft = Draft.make(

@@ -73,10 +73,10 @@ def add_options(parser: argparse.ArgumentParser, *, goal_option: bool = False) -
 
 def options(args: argparse.Namespace) -> Any:
     from governance.authoring.suggest import Options
-    from governance.errors import UsageError
+    from governance.errors import USAGE, UsageError
 
     if args.budget is not None and args.budget < 1:
-        raise UsageError("--budget must be at least 1 token", code="usage")
+        raise UsageError("--budget must be at least 1 token", code=USAGE)
     return Options(paths=tuple(args.paths), max_reads=args.max_reads, budget=args.budget)
 
 
