@@ -33,17 +33,15 @@ import tempfile
 import time
 from pathlib import Path
 
+# The tests' shared helpers (tests/support): the policy text and the git
+# environment exist once.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from support.gitrepo import POLICY, git_env
+
 SEED = 20261001
 TARGET_S = 2.0
 TARGET_MB = 300.0
 FILE_BYTES = 30_000
-POLICY = """\
-target_tokens: 12000
-hard_limit_tokens: 16000
-reserve_tokens: 1500
-max_required_reads: 8
-estimator: utf8_bytes_div_3_ceil
-"""
 GOALS = [
     "Compare the sharded replay and the incremental audit of records",
     'How does the "budget fixpoint" converge for a large capsule?',
@@ -91,9 +89,9 @@ def document(rng: random.Random, words: list[str], index: int) -> str:
 def make_repo(where: Path, n_files: int) -> Path:
     repo = where / f"suggest-{n_files}"
     repo.mkdir(parents=True)
-    env = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    env = {**git_env(where), "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}  # fmt: skip
-    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+    git = ["git"]
     subprocess.run([*git, "init", "-q", "-b", "main"], cwd=repo, check=True, env=env)
     rng = random.Random(SEED)
     words = vocabulary(rng)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import subprocess
@@ -34,28 +33,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# The tests' shared helpers (tests/support): the policy text and the git
+# environment exist once.
+sys.path.insert(0, str(ROOT / "tests"))
 
 from governance.authoring.suggest import Options, suggest  # noqa: E402
 from governance.authoring.template import Draft  # noqa: E402
 from governance.core.snapshot import Snapshot, open_repository  # noqa: E402
+from support.gitrepo import POLICY, clean_environ, git_env  # noqa: E402
 
 SEED = 20261002
-POLICY = """\
-target_tokens: 12000
-hard_limit_tokens: 16000
-reserve_tokens: 1500
-max_required_reads: 8
-estimator: utf8_bytes_div_3_ceil
-"""
 
 
-def git(*args: str, cwd: Path, text: bool = True) -> str:
-    env = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}  # fmt: skip
+def git(*args: str, cwd: Path, home: Path | None = None) -> str:
+    # This repository's own git keeps the user's environment; the generated one
+    # is isolated (no user configuration, a pinned identity and date).
+    env = clean_environ()
+    if home is not None:
+        env = {**git_env(home), "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+               "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}  # fmt: skip
     done = subprocess.run(
-        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *args],
-        cwd=cwd, env=env, check=True, capture_output=True, text=text,
-    )  # fmt: skip
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    )
     return done.stdout
 
 
@@ -83,7 +82,7 @@ def distractor(rng: random.Random, words: list[str], weights: list[int], index: 
 def make_repo(where: Path, docs: dict[str, str], n_distractors: int) -> Path:
     repo = where / "quality"
     repo.mkdir(parents=True)
-    git("init", "-q", "-b", "main", cwd=repo)
+    git("init", "-q", "-b", "main", cwd=repo, home=where)
     (repo / "policies").mkdir()
     (repo / "policies/capsule.yml").write_text(POLICY)
     for path, text in docs.items():
@@ -96,8 +95,8 @@ def make_repo(where: Path, docs: dict[str, str], n_distractors: int) -> Path:
     (repo / "notes").mkdir()
     for index in range(n_distractors):
         (repo / f"notes/note{index:04d}.md").write_text(distractor(rng, words, weights, index))
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "corpus", cwd=repo)
+    git("add", "-A", cwd=repo, home=where)
+    git("commit", "-qm", "corpus", cwd=repo, home=where)
     return repo
 
 

@@ -177,7 +177,6 @@ GOAL_TOO_LONG = _code("goal_too_long", UsageError)
 TEXT_EMPTY = _code("text_empty", UsageError)
 TEXT_NOT_UTF8 = _code("text_not_utf8", UsageError)
 INVALID_PACKET_ID = _code("invalid_packet_id", UsageError)
-FILE_EXISTS = _code("file_exists", UsageError)
 
 # Malformed input: a packet, policy, capsule or result (exit 2).
 PACKET_MALFORMED = _code("packet_malformed", MalformedInput, advice="fix the packet")

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitrepo import POLICY, Repo
 from governance.authoring.corpus import scan
 from governance.authoring.fit import BudgetFit
 from governance.authoring.template import Draft, quoted
 from governance.core.snapshot import Snapshot, open_repository
 from governance.core.yamlload import load_yaml
+from support.gitrepo import POLICY, Repo
 
 SECTION = (
     "A preface that the section leaves out.\n" * 6

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gitrepo import POLICY, Repo
 from governance.authoring import select
 from governance.authoring.corpus import Bounds
 from governance.authoring.suggest import Options, suggest
 from governance.authoring.template import Draft
 from governance.core.snapshot import Snapshot, open_repository
+from support.gitrepo import POLICY, Repo
 
 REPLAY = """\
 # Replay

@@ -929,19 +929,61 @@ def _continuation_evidence_1_77(x: Any) -> bool:
     return True
 
 
+def _continuation_evidence_1_81(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 0:
+        return False
+    return True
+
+
+def _continuation_evidence_1_82(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    return True
+
+
+def _continuation_evidence_1_83(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 0:
+        return False
+    return True
+
+
+def _continuation_evidence_1_84(x: Any) -> bool:
+    if type(x) is not bool:
+        return False
+    return True
+
+
+def _continuation_evidence_1_79(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_EVIDENCE_1_80_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_EVIDENCE_1_85_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
 def _continuation_evidence_1_11(x: Any) -> bool:
     if type(x) is not dict:
         return False
     if not _CONTINUATION_EVIDENCE_1_12_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_79_C.get(key)
+        check = _CONTINUATION_EVIDENCE_1_86_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
-def _continuation_evidence_1_80(x: Any) -> bool:
+def _continuation_evidence_1_87(x: Any) -> bool:
     if not _same(x, "a"):
         return False
     return True
@@ -952,24 +994,24 @@ def _continuation_evidence_1_10(x: Any) -> bool:
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_EVIDENCE_1_81_C.get(key)
+            check = _CONTINUATION_EVIDENCE_1_88_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_evidence_1_83(x: Any) -> bool:
+def _continuation_evidence_1_90(x: Any) -> bool:
     if not _same(x, "b"):
         return False
     return True
 
 
-def _continuation_evidence_1_82(x: Any) -> bool:
+def _continuation_evidence_1_89(x: Any) -> bool:
     if not _continuation_evidence_1_11(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_EVIDENCE_1_84_C.get(key)
+            check = _CONTINUATION_EVIDENCE_1_91_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
@@ -985,7 +1027,7 @@ def _continuation_evidence_1_9(x: Any) -> bool:
     for check, item in zip(
         (
             _continuation_evidence_1_10,
-            _continuation_evidence_1_82,
+            _continuation_evidence_1_89,
         ),
         x,
         strict=False,
@@ -1004,7 +1046,7 @@ def _continuation_evidence_1_1(x: Any) -> bool:
     if not _CONTINUATION_EVIDENCE_1_2_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_85_C.get(key)
+        check = _CONTINUATION_EVIDENCE_1_92_C.get(key)
         if not (check or _never)(value):
             return False
     return True
@@ -1096,7 +1138,25 @@ _CONTINUATION_EVIDENCE_1_76_C = {
     "after": _continuation_evidence_1_62,
     "changed": _continuation_evidence_1_75,
 }
-_CONTINUATION_EVIDENCE_1_79_C = {
+_CONTINUATION_EVIDENCE_1_80_C = frozenset(
+    [
+        "prompt_bytes",
+        "prompt_file",
+        "prompt_sha256",
+        "prompt_unchanged",
+        "stdin_bytes",
+        "stdin_sha256",
+    ]
+)
+_CONTINUATION_EVIDENCE_1_85_C = {
+    "stdin_sha256": _continuation_evidence_1_5,
+    "stdin_bytes": _continuation_evidence_1_81,
+    "prompt_file": _continuation_evidence_1_82,
+    "prompt_sha256": _continuation_evidence_1_5,
+    "prompt_bytes": _continuation_evidence_1_83,
+    "prompt_unchanged": _continuation_evidence_1_84,
+}
+_CONTINUATION_EVIDENCE_1_86_C = {
     "slot": _continuation_evidence_1_13,
     "argv": _continuation_evidence_1_15,
     "user": _continuation_evidence_1_17,
@@ -1119,10 +1179,11 @@ _CONTINUATION_EVIDENCE_1_79_C = {
     "survivors": _continuation_evidence_1_58,
     "workspace": _continuation_evidence_1_59,
     "observed": _continuation_evidence_1_77,
+    "input": _continuation_evidence_1_79,
 }
-_CONTINUATION_EVIDENCE_1_81_C = {"slot": _continuation_evidence_1_80}
-_CONTINUATION_EVIDENCE_1_84_C = {"slot": _continuation_evidence_1_83}
-_CONTINUATION_EVIDENCE_1_85_C = {
+_CONTINUATION_EVIDENCE_1_88_C = {"slot": _continuation_evidence_1_87}
+_CONTINUATION_EVIDENCE_1_91_C = {"slot": _continuation_evidence_1_90}
+_CONTINUATION_EVIDENCE_1_92_C = {
     "schema": _continuation_evidence_1_3,
     "capsule_version": _continuation_evidence_1_4,
     "capsule_sha256": _continuation_evidence_1_5,
@@ -2027,6 +2088,7 @@ _CONTINUATION_VERDICT_1_75_C = {
     "identity": _continuation_verdict_1_72,
     "fresh_workspace": _continuation_verdict_1_73,
     "no_prior_context": _continuation_verdict_1_73,
+    "prompt": _continuation_verdict_1_73,
 }
 _CONTINUATION_VERDICT_1_78_C = frozenset(["status"])
 _CONTINUATION_VERDICT_1_80_C = {"status": _continuation_verdict_1_79}
