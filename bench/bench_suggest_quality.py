@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 # environment exist once.
 sys.path.insert(0, str(ROOT / "tests"))
 
+from governance.authoring.corpus import scan  # noqa: E402
 from governance.authoring.suggest import Options, suggest  # noqa: E402
 from governance.authoring.template import Draft  # noqa: E402
 from governance.core.snapshot import Snapshot, open_repository  # noqa: E402
@@ -124,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
         snapshot = Snapshot.at(open_repository(repo), "HEAD", check_worktree=False)
         # Where each expected section is (for the overlap column): every
         # candidate's lines, from a suggestion that keeps nothing out.
-        from governance.authoring.corpus import scan
-
         lines = {d.locator: (d.first_line, d.last_line) for d in scan(snapshot, None, []).docs}
         print(f"corpus: {len(docs)} files of this repository's docs at {commit}, "
               f"{n_distractors} distractors")  # fmt: skip

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
+from governance.authoring.template import Draft
 from governance.commands._args import EXIT_CODES, add_json_flag
-from governance.commands.suggest import add_options
+from governance.commands.suggest import add_options, options, report
+from governance.errors import NO_WORKING_TREE, UsageError
+from governance.output import print_json, printable
 
 HELP = "write packets/<ID>/packet.yml and context.md for a goal (never overwrites)"
 
@@ -39,14 +43,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from governance.authoring.new import check_id, new_packet
-    from governance.authoring.template import Draft
-    from governance.commands.suggest import options, report
-    from governance.core.snapshot import Snapshot, open_repository
-    from governance.errors import NO_WORKING_TREE, UsageError
-    from governance.output import print_json, printable
+    from governance.authoring.new import check_id, new_packet  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
 
     check_id(args.id)
     opts = options(args)

@@ -6,7 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from governance.authoring.template import Draft, quoted
 from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.errors import USAGE, UsageError
+from governance.output import print_json, printable
 
 HELP = "propose required_reads for a goal (model-free, deterministic)"
 
@@ -72,8 +75,7 @@ def add_options(parser: argparse.ArgumentParser, *, goal_option: bool = False) -
 
 
 def options(args: argparse.Namespace) -> Any:
-    from governance.authoring.suggest import Options
-    from governance.errors import USAGE, UsageError
+    from governance.authoring.suggest import Options  # noqa: PLC0415 (defers pygit2, markdown-it)
 
     if args.budget is not None and args.budget < 1:
         raise UsageError("--budget must be at least 1 token", code=USAGE)
@@ -81,10 +83,8 @@ def options(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.authoring.suggest import suggest
-    from governance.authoring.template import Draft
-    from governance.core.snapshot import Snapshot, open_repository
-    from governance.output import print_json
+    from governance.authoring.suggest import suggest  # noqa: PLC0415 (defers pygit2, markdown-it)
+    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
 
     opts = options(args)
     repo = open_repository()
@@ -106,9 +106,6 @@ def run(args: argparse.Namespace) -> int:
 def report(result: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Human lines: the reads as YAML (stdout), then the summary (stderr), each made
     printable (a heading or path from the repository never reaches a terminal raw)."""
-    from governance.authoring.template import quoted
-    from governance.output import printable
-
     reads = result["reads"]
     out = ["required_reads:" + ("" if reads else " []")]
     for read in reads:
