@@ -52,3 +52,26 @@ def test_over_budget_lists_each_part() -> None:
         "bytes": 30,
         "estimated_tokens": 10,
     }
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=3000))
+def test_fixpoint_serialises_twice_and_agrees_with_the_plain_climb(text: str) -> None:
+    calls: list[int] = []
+
+    def counted(value: object) -> bytes:
+        calls.append(1)
+        return canonical.dumps(value)
+
+    data = budget.fixpoint({"text": text, "budget": {}}, counted)
+    assert len(calls) == 2
+    # The climb the fixpoint used to make, serialising at every step.
+    document: dict[str, object] = {"text": text, "budget": {}}
+    n_bytes = 0
+    while True:
+        document["budget"] = {"bytes": n_bytes, "estimated_tokens": budget.estimate_tokens(n_bytes)}
+        plain = canonical.dumps(document)
+        if len(plain) == n_bytes:
+            break
+        n_bytes = len(plain)
+    assert data == plain

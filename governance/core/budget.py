@@ -47,7 +47,19 @@ def fixpoint(document: dict[str, Any], dumps: Callable[[Any], bytes]) -> bytes:
     iterating from zero climbs to the least fixpoint in a few steps.
     """
     budget = document["budget"]
+    # Both numbers are written as plain decimal digits, so the length of the
+    # file with any other pair of numbers is known from one serialisation:
+    # climb the same sequence by arithmetic, then serialise once more.
+    budget["bytes"] = 0
+    budget["estimated_tokens"] = 0
+    base = len(dumps(document)) - 2
     n_bytes = 0
+    for _ in range(16):
+        length = base + len(str(n_bytes)) + len(str(estimate_tokens(n_bytes)))
+        if length == n_bytes:
+            break
+        n_bytes = length
+    # The check (and, should it ever miss, the plain climb from there).
     for _ in range(16):
         budget["bytes"] = n_bytes
         budget["estimated_tokens"] = estimate_tokens(n_bytes)
