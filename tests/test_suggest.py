@@ -288,3 +288,25 @@ def test_human_output_is_yaml_and_printable(cli, tmp_path: Path) -> None:
     assert "\u202e" not in result.out + result.err
     assert "coverage: complete" in result.err
     assert "omissions:" in result.err
+
+
+def test_each_facet_is_covered_twice_then_more_is_redundant(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    for name in ("one", "two", "three"):
+        repo.write(f"docs/{name}.md", f"# {name.title()}\n\nThe wombat of file {name}.\n")
+    repo.commit("wombats")
+    result = run(cli, repo, "wombat")
+    # Equal scores (same length), so by path; docs/three.md is longer, so scores lower.
+    assert result["coverage"]["facets"]["wombat"] == ["docs/one.md#one", "docs/two.md#two"]
+    assert result["omissions"]["reasons"]["redundant_coverage"] >= 1
+    invariant(result)
+
+
+def test_a_term_in_the_sections_own_heading_weighs_more(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    body = "Other words here, and once the quokka.\n"
+    repo.write("docs/a.md", f"# Notes\n\n{body}\n## Misc\n\n{body}\n" + "pad\n" * 5000)
+    repo.write("docs/b.md", f"# Quokka\n\n{body}\n## More\n\n{body}\n" + "pad\n" * 5000)
+    repo.commit("quokka")
+    result = run(cli, repo, "quokka", "--max-reads", "1")
+    assert [read["locator"] for read in result["reads"]] == ["docs/b.md#quokka"]

@@ -34,6 +34,8 @@ class Bounds:
 
 
 DEFAULT_BOUNDS = Bounds()
+# A term in a section's own heading counts this many times (BM25F-like).
+HEADING_WEIGHT = 3
 # A file this small is also a candidate whole (locator ``path``).
 SMALL_FILE_BYTES = 16 << 10
 
@@ -155,6 +157,12 @@ def _file_docs(
     def doc(selector: str | None, heading: Heading | None, block_a: int, block_b: int) -> Doc:
         first, last = starts[block_a], ends[block_b - 1]
         tf = {t: s[block_b] - s[block_a] for t, s in sums.items() if s[block_b] > s[block_a]}
+        if heading is not None and tf:
+            # A term of the section's own heading says what it is about: it
+            # counts HEADING_WEIGHT times (once already, in the heading's line).
+            for term in RUN.findall(normalise(heading.text)):
+                if term in tf:
+                    tf[term] += HEADING_WEIGHT - 1
         return Doc(
             path=path,
             blob_id=blob_id,

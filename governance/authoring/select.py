@@ -1,7 +1,8 @@
 """Which candidates become reads: BM25 per facet, then a greedy choice by marginal
-facet coverage per byte (integer cross-multiplication), the best section of
-each file first, no overlap, no duplicate, one file's share capped, every
-read fitting the real budget. Every candidate ends in exactly one bucket."""
+facet coverage per byte (integer cross-multiplication; a facet counts until
+two reads cover it), the best section of each file first, no overlap, no
+duplicate, one file's share capped, every read fitting the real budget. Every
+candidate ends in exactly one bucket."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ SHARE_CAP = "share_cap"
 BUDGET = "budget"
 READ_LIMIT = "read_limit"
 REASONS = (DUPLICATE, OVERLAP, REDUNDANT, SHARE_CAP, BUDGET, READ_LIMIT)
+# A facet stops adding value once this many reads cover it: a second read
+# that says the same thing from elsewhere corroborates; a third mostly repeats.
+DEPTH = 2
 
 FACET_NOT_FOUND = "facet_not_found"
 BUDGET_EXHAUSTED = "budget_exhausted"
@@ -55,8 +59,9 @@ class Candidate:
     def cost(self) -> int:
         return max(self.doc.n_bytes, MIN_COST_BYTES)
 
-    def value(self, covered: set[int]) -> int:
-        return sum(score for index, score in self.facets.items() if index not in covered)
+    def value(self, full: set[int]) -> int:
+        """The scores of its facets that fewer than DEPTH chosen reads cover."""
+        return sum(score for index, score in self.facets.items() if index not in full)
 
 
 @dataclass
@@ -109,11 +114,11 @@ def score(docs: Sequence[Doc], facets: Sequence[Facet]) -> list[Candidate]:
     return out
 
 
-def _better(a: Candidate, b: Candidate, covered: set[int]) -> bool:
+def _better(a: Candidate, b: Candidate, full: set[int]) -> bool:
     """a before b: more new coverage per byte (a.value / a.cost > b.value / b.cost,
     cross-multiplied), then by place."""
-    left = a.value(covered) * b.cost
-    right = b.value(covered) * a.cost
+    left = a.value(full) * b.cost
+    right = b.value(full) * a.cost
     if left != right:
         return left > right
     return _place(a.doc) < _place(b.doc)
@@ -133,7 +138,8 @@ def choose(
     candidates: list[Candidate], n_facets: int, fit: Fit, *, max_reads: int, per_file: int
 ) -> Selection:
     selection = Selection(candidates=len(candidates))
-    covered: set[int] = set()
+    depth: Counter[int] = Counter()
+    full: set[int] = set()  # facets covered DEPTH times
     per_path: Counter[str] = Counter()
     texts: set[bytes] = set()
     dropped: dict[int, list[str]] = {index: [] for index in range(n_facets)}
@@ -152,7 +158,7 @@ def choose(
                 drop(candidate, DUPLICATE)
             elif any(_overlaps(doc, read.doc) for read in selection.reads):
                 drop(candidate, OVERLAP)
-            elif candidate.value(covered) == 0:
+            elif candidate.value(full) == 0:
                 drop(candidate, REDUNDANT)
             elif per_path[doc.path] >= per_file:
                 drop(candidate, SHARE_CAP)
@@ -169,7 +175,7 @@ def choose(
         pool = [c for c in remaining if per_path[c.doc.path] == 0] or remaining
         best = pool[0]
         for candidate in pool[1:]:
-            if _better(candidate, best, covered):
+            if _better(candidate, best, full):
                 best = candidate
         remaining.remove(best)
         if not fit.fits(best.doc):
@@ -177,12 +183,14 @@ def choose(
             continue
         fit.add(best.doc)
         selection.reads.append(best)
-        covered.update(best.facets)
+        for index in best.facets:
+            depth[index] += 1
+        full.update(index for index in best.facets if depth[index] >= DEPTH)
         per_path[best.doc.path] += 1
         texts.add(best.doc.data)
 
     for index in range(n_facets):
-        if index in covered:
+        if depth[index]:
             continue
         reasons = dropped[index]
         if not reasons:
