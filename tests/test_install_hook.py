@@ -31,7 +31,7 @@ def executable(path: Path) -> bool:
 
 
 def test_installs_executable_pre_commit_and_pre_merge_commit_hooks(cli, repo: Repo) -> None:
-    assert HOOKS == ("pre-commit", "pre-merge-commit")
+    assert HOOKS == ("pre-commit", "pre-merge-commit", "pre-push")
     result = install(cli, repo)
     hooks = [git_hooks_dir(repo) / name for name in HOOKS]
     assert result.code == 0
@@ -63,7 +63,11 @@ def test_a_missing_pre_merge_commit_hook_is_added(cli, repo: Repo) -> None:
     install(cli, repo)
     (git_hooks_dir(repo) / "pre-merge-commit").unlink()
     result = install(cli, repo, "--json")
-    assert [h["action"] for h in json.loads(result.out)["hooks"]] == ["unchanged", "installed"]
+    assert [h["action"] for h in json.loads(result.out)["hooks"]] == [
+        "unchanged",
+        "installed",
+        "unchanged",
+    ]
 
 
 def test_an_identical_but_not_executable_hook_is_made_executable(cli, repo: Repo) -> None:
@@ -147,7 +151,11 @@ def test_the_hooks_are_executable_whatever_the_umask(cli, repo: Repo, umask, mod
         # The owner can always run it; others read and run it as the umask allows.
         assert stat.S_IMODE(hook.stat().st_mode) == mode
         assert os.access(hook, os.X_OK)
-    assert [h["action"] for h in json.loads(again.out)["hooks"]] == ["unchanged", "unchanged"]
+    assert [h["action"] for h in json.loads(again.out)["hooks"]] == [
+        "unchanged",
+        "unchanged",
+        "unchanged",
+    ]
 
 
 # --- end to end: git runs the hook --------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from support.gitrepo import Repo, packet_yaml
+from support.history import record
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKET = "packets/P-1/packet.yml"
@@ -71,7 +72,7 @@ def test_every_hook_is_a_console_script_and_runs_on_our_own_packets() -> None:
         # This repository runs the same hook, from its own .venv.
         ours = local[hook["id"]]
         assert ours["entry"] == f".venv/bin/{hook['entry']}"
-        for key in ("files", "types", "types_or", "always_run", "require_serial"):
+        for key in ("files", "types", "types_or", "always_run", "require_serial", "pass_filenames"):
             assert ours.get(key) == hook.get(key), (hook["id"], key)
 
 
@@ -193,3 +194,145 @@ def test_all_files_reads_the_index_and_records_are_replayed(consumer, cli) -> No
     done = run()
     assert done.returncode == 1
     assert f"{record}: $: record_not_file: " in done.stdout
+
+
+# --- issue 9, items 11 to 13: every commit, every push, no file names ----------------
+
+
+def test_every_hook_takes_no_file_names_and_runs_on_every_commit() -> None:
+    hooks = {hook["id"]: hook for hook in manifest()}
+    assert sorted(hooks) == ["capsule-packets", "capsule-push", "capsule-records"]
+    for hook in hooks.values():
+        assert hook["always_run"] is True, hook["id"]
+        assert hook["pass_filenames"] is False, hook["id"]
+        assert "files" not in hook, hook["id"]
+        assert "types" not in hook, hook["id"]
+    assert hooks["capsule-push"]["stages"] == ["pre-push"]
+
+
+@pytest.fixture
+def installed(repo: Repo, hook_repo: tuple[Path, str], pre_commit_home: Path):
+    """A consumer repository with all three hooks installed by pre-commit as git
+    hooks (pre-commit, pre-merge-commit, pre-push), and a bare remote."""
+    path, rev = hook_repo
+    ids = ["capsule-packets", "capsule-records", "capsule-push"]
+    config = {"repos": [{"repo": str(path), "rev": rev, "hooks": [{"id": i} for i in ids]}]}
+    repo.write(".pre-commit-config.yaml", yaml.safe_dump(config, sort_keys=False))
+    repo.commit("use the capsule hooks")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home), "PRE_COMMIT_COLOR": "never"}
+    for hook_type in ("pre-commit", "pre-merge-commit", "pre-push"):
+        done = pre_commit("install", "--hook-type", hook_type, cwd=repo.path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    remote = repo.path.parent / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    repo.git("remote", "add", "origin", str(remote))
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", *args], cwd=repo.path, env=env, capture_output=True, text=True, check=False
+        )
+
+    return repo, git, remote
+
+
+def test_a_forged_record_beside_a_resolved_merge_conflict_is_refused(installed, cli) -> None:
+    repo, git, _ = installed
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("docs/notes.md", "# Notes\n\nSide.\n")
+    repo.git("commit", "-q", "--no-verify", "-am", "side")
+    repo.git("checkout", "-q", "main")
+    repo.write("docs/notes.md", "# Notes\n\nMain.\n")
+    repo.git("commit", "-q", "--no-verify", "-am", "main")
+    assert git("merge", "side").returncode != 0  # conflict in docs/notes.md
+    repo.write("docs/notes.md", "# Notes\n\nBoth.\n")
+    record = f"packets/P-1/capsules/{repo.head()[:12]}.json"
+    (repo.path / record).parent.mkdir(parents=True)
+    assert cli(["build", PACKET, "--at", repo.head(), "-o", record], cwd=repo.path).code == 0
+    genuine = (repo.path / record).read_bytes()
+    (repo.path / record).write_bytes(genuine.replace(b'"question":"', b'"question":"Now: ', 1))
+    repo.git("add", "-A")
+    done = git("commit", "--no-edit")
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "- hook id: capsule-records" in done.stdout + done.stderr
+    assert f"{record}: " in done.stdout + done.stderr
+
+
+def test_all_files_in_a_large_repository_reports_each_failure_once(consumer) -> None:
+    repo, run = consumer
+    # More file names than pre-commit passes in one command line (128 KiB).
+    for n in range(1500):
+        repo.write(f"docs/filler/{n:04d}-{'x' * 90}.md", f"# Filler {n}\n")
+    roadmap = repo.path / "docs/roadmap.md"
+    roadmap.write_text(roadmap.read_text().replace("## Phase 2", "## Phase Two"))
+    repo.git("add", "-A")
+    done = run("--all-files")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines().count(HEADING_LINE) == 1
+
+
+def test_pre_push_refuses_a_heading_renamed_without_the_commit_hooks(installed) -> None:
+    repo, git, remote = installed
+    pushed = git("push", "-q", "origin", "main")
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    # As a rebase's conflict resolution, an amend or --no-verify would land it.
+    roadmap = repo.path / "docs/roadmap.md"
+    roadmap.write_text(roadmap.read_text().replace("## Phase 2", "## Phase Two"))
+    repo.git("commit", "-q", "--no-verify", "-am", "rename, unchecked")
+    done = git("push", "origin", "main")
+    assert done.returncode != 0
+    assert "- hook id: capsule-push" in done.stdout + done.stderr
+    assert (
+        "packets/P-1/packet.yml: docs/roadmap.md#phase-2: heading_missing: "
+        in done.stdout + done.stderr
+    )
+    remote_main = subprocess.run(
+        ["git", "--git-dir", str(remote), "rev-parse", "main"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert remote_main != repo.head()
+
+
+def test_pre_push_refuses_a_record_whose_commit_was_rebased_away(installed, cli) -> None:
+    repo, git, _ = installed
+    assert git("push", "-q", "origin", "main").returncode == 0
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("docs/notes.md", "# Notes\n\nOn the side branch.\n")
+    repo.git("commit", "-q", "--no-verify", "-am", "side work")
+    side = repo.head()
+    data = (repo.path / record(cli, repo)).read_bytes()
+    repo.git("checkout", "-q", "-f", "main")
+    repo.git("clean", "-q", "-fd")
+    path = f"packets/P-1/capsules/{side[:12]}.json"
+    repo.write(path, data)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "--no-verify", "-m", "the record, without its commit")
+    done = git("push", "origin", "main")
+    assert done.returncode != 0
+    assert f"{path}: $: commit_unreachable: " in done.stdout + done.stderr
+
+
+def test_install_hook_pre_push_checks_what_is_pushed(repo: Repo, cli) -> None:
+    assert cli(["install-hook"], cwd=repo.path).code == 0
+    remote = repo.path.parent / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    repo.git("remote", "add", "origin", str(remote))
+    roadmap = repo.path / "docs/roadmap.md"
+    roadmap.write_text(roadmap.read_text().replace("## Phase 2", "## Phase Two"))
+    repo.git("commit", "-q", "--no-verify", "-am", "rename, unchecked")
+    done = subprocess.run(
+        ["git", "push", "origin", "main"], cwd=repo.path, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert (
+        "packets/P-1/packet.yml: docs/roadmap.md#phase-2: heading_missing: "
+        in done.stdout + done.stderr
+    )
+    # A clean push passes.
+    roadmap.write_text(roadmap.read_text().replace("## Phase Two", "## Phase 2"))
+    repo.git("commit", "-q", "--no-verify", "-am", "renamed back")
+    done = subprocess.run(
+        ["git", "push", "origin", "main"], cwd=repo.path, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -3,8 +3,10 @@ inside the guarded runner and print its failures, one line each."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from governance.commands._args import Parser
 from governance.commands._boundary import run_guarded
@@ -13,7 +15,7 @@ from governance.output import err, out, plural
 
 def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
     """Parse ``argv`` with the hook's ``parser``, run the ``guard`` named (``packets``
-    or ``records``) on the repository of the current directory, print its
+    ``records`` or ``push``) on the repository of the current directory, print its
     failures on stdout and a summary on stderr."""
     name = parser.prog
 
@@ -24,8 +26,11 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
         from governance.guards import hooks  # noqa: PLC0415 (defers pygit2)
         from governance.guards.check import exit_code, once  # noqa: PLC0415 (defers pygit2)
 
-        check = {"packets": hooks.packets_guard, "records": hooks.records_guard}[guard]
-        report = check(open_repository(), args.paths)
+        if guard == "push":
+            report = _push_report(open_repository(), args.remote)
+        else:
+            check = {"packets": hooks.packets_guard, "records": hooks.records_guard}[guard]
+            report = check(open_repository(), args.paths)
         reported = once(report.failures)
         for failure in reported:
             out(failure.line())
@@ -39,3 +44,17 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
         return exit_code(report.failures)
 
     return run_guarded(name, body, lambda: False)
+
+
+def _push_report(repo: Any, remote: str | None) -> Any:
+    from governance.guards.push import (  # noqa: PLC0415 (defers pygit2)
+        from_pre_commit,
+        parse_push_lines,
+        push_guard,
+    )
+
+    # pre-commit reads git's lines itself and names the pushed ref in its environment.
+    pushes = from_pre_commit(os.environ)
+    if pushes is None:
+        pushes = parse_push_lines(sys.stdin.read())
+    return push_guard(repo, pushes, remote)

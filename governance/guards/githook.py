@@ -1,7 +1,8 @@
 """Plain git hooks running the same checks as the pre-commit hooks, for
-repositories that do not use the pre-commit framework: ``pre-commit``, and
+repositories that do not use the pre-commit framework: ``pre-commit``,
 ``pre-merge-commit`` for the merges git commits on its own (a merge without
-conflicts never runs the pre-commit hook)."""
+conflicts never runs the pre-commit hook), and ``pre-push`` for what a push
+sends (a rebase, an amend or a cherry-pick the commit hooks never saw)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from governance.errors import OUTPUT_NOT_FILE, UsageError
 from governance.output import write_atomic
 
 # The hooks written, one script for both.
-HOOKS = ("pre-commit", "pre-merge-commit")
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")
 
 MARKER = "# git-capsule hook, written by `capsule install-hook`."
 # In every hook any version of install-hook wrote, this one's included.
@@ -33,22 +34,28 @@ _OURS = b"written by `capsule install-hook`"
 _TEMPLATE = """\
 #!/bin/sh
 {marker}
-# Against the index (the staged tree): every packet a staged change affects must
-# still build (capsule-packets), and every staged capsule record must replay
-# identically (capsule-records). Runs as pre-commit and as pre-merge-commit.
-# Skip once with: git commit --no-verify (git merge --no-verify)
+# As pre-commit and pre-merge-commit, against the index (the staged tree): every
+# packet a staged change affects must still build (capsule-packets), and every
+# staged capsule record must replay identically (capsule-records). As pre-push,
+# against what is pushed (capsule-push, reading git's lines on stdin).
+# Skip once with: git commit --no-verify (git merge --no-verify, git push --no-verify)
 INSTALL_PYTHON={python}
 if [ -x "$INSTALL_PYTHON" ]; then
     packets() {{ "$INSTALL_PYTHON" -P -m capsule_hooks.packets; }}
     records() {{ "$INSTALL_PYTHON" -P -m capsule_hooks.records; }}
+    push() {{ "$INSTALL_PYTHON" -P -m capsule_hooks.push "$@"; }}
 elif command -v capsule-packets >/dev/null 2>&1; then
     packets() {{ capsule-packets; }}
     records() {{ capsule-records; }}
+    push() {{ capsule-push "$@"; }}
 else
     echo "capsule hook: git-capsule not found (was $INSTALL_PYTHON); install it and run" \\
         "capsule install-hook --force" >&2
     exit 1
 fi
+case "${{0##*/}}" in
+    pre-push) push "$@"; exit $? ;;
+esac
 status=0
 packets || status=1
 records || status=1

@@ -76,8 +76,11 @@ def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
 
 
 def _stray(path: str) -> Failure | None:
-    if not stray_in_records_folder(path):
-        return None
+    return stray_failure(path) if stray_in_records_folder(path) else None
+
+
+def stray_failure(path: str) -> Failure:
+    """A file in a records folder that is not a record: ``not_a_record``."""
     return Failure(
         path=path,
         locator=path,

@@ -16,6 +16,7 @@ from governance.guards.check import Failure, one_line
 from governance.history.record_rules import (
     DRIFT,
     Rule,
+    Tips,
     Verdict,
     branch_tips,
     judge,
@@ -86,10 +87,14 @@ def _drift_failure(path: str, declared: str, verdict: Verdict) -> Failure:
     )
 
 
-def check_record(repo: pygit2.Repository, snapshot: Snapshot, path: str) -> list[Failure]:
-    """The record at ``path`` of ``snapshot``: no failure, or the first rule's."""
+def check_record(
+    repo: pygit2.Repository, snapshot: Snapshot, path: str, *, tips: Tips | None = None
+) -> list[Failure]:
+    """The record at ``path`` of ``snapshot``: no failure, or the first rule's.
+    Its commit must be in the history of ``tips`` (default: the branch's, HEAD
+    and any commit being merged; the pre-push hook gives the pushed tip)."""
     outcome = judge_blob(repo, lambda: read_record(snapshot, record_source(snapshot, path)))
-    verdict = judge(repo, outcome, path, branch_tips(repo))
+    verdict = judge(repo, outcome, path, tips if tips is not None else branch_tips(repo))
     declared = outcome.declared or ""
     if verdict.result == DRIFT:
         return [_drift_failure(path, declared, verdict)]
