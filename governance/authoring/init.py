@@ -33,6 +33,7 @@ repos:
     hooks:
       - id: capsule-packets
       - id: capsule-records
+      - id: capsule-push
 """
 
 
