@@ -1,0 +1,121 @@
+"""The MCP tools' declared output schemas: closed pydantic models of the JSON
+the commands print (part of the ``mcp`` extra: pydantic comes with the SDK)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PacketEntry(_Closed):
+    id: str
+    path: str
+
+
+class ListPacketsOut(_Closed):
+    at: str = Field(description="the HEAD commit listed")
+    packets: list[PacketEntry]
+
+
+class ExactTokens(_Closed):
+    encoding: str
+    count: int | None = Field(description="null when the tokens extra is not installed")
+    unavailable: str | None = None
+
+
+class RecordOut(_Closed):
+    path: str
+    status: str
+
+
+class BuildOut(_Closed):
+    id: str
+    commit: str
+    sha256: str = Field(description="SHA-256 of capsule_json's UTF-8 bytes")
+    reads: int
+    bytes: int
+    estimated_tokens: int
+    exact_tokens: ExactTokens
+    target_tokens: int
+    hard_limit_tokens: int
+    reserve_tokens: int
+    capsule: dict[str, Any] = Field(description="the capsule/1 document")
+    capsule_json: str = Field(description="the capsule's exact canonical JSON text")
+    record: RecordOut | None
+    warnings: list[dict[str, Any]] = Field(description="reads_overlap and the like; never a gate")
+
+
+class CapsuleRef(_Closed):
+    path: str = Field(description="the file read, or (argument)")
+    sha256: str
+    id: str
+    commit: str
+
+
+class PartOut(_Closed):
+    part: str
+    locator: str
+    status: str
+    code: str
+    message: str
+    current: dict[str, Any]
+
+
+class VerifyOut(_Closed):
+    capsule: CapsuleRef
+    at: str
+    ok: bool
+    parts: list[PartOut]
+
+
+class DifferenceOut(_Closed):
+    path: str
+    recorded_sha256: str
+    rebuilt_sha256: str
+
+
+class ReplayOut(_Closed):
+    capsule: CapsuleRef
+    identical: bool
+    rebuilt_sha256: str
+    differences: list[DifferenceOut]
+
+
+class CheckedPacket(_Closed):
+    path: str
+    ok: bool
+    failures: list[dict[str, Any]]
+
+
+class CheckOut(_Closed):
+    at: str
+    ok: bool
+    exit_code: int
+    packets: list[CheckedPacket]
+
+
+class OutlineHeading(_Closed):
+    level: int
+    text: str
+    slug: str
+    locator: str | None
+    lines: list[int]
+    bytes: int
+    estimated_tokens: int
+    depth: int
+    parent: int | None
+
+
+class OutlineOut(_Closed):
+    path: str
+    commit: str
+    blob: str
+    bytes: int
+    estimated_tokens: int
+    lines: int
+    headings: list[OutlineHeading]

@@ -1,0 +1,71 @@
+"""The text an MCP tool answers beside its structured content: one printable
+line per item for the model (``build`` answers with the capsule's view)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from governance.agents.render import render_markdown
+from governance.core.reader import CapsuleFile
+from governance.output import printable
+
+
+def packets_text(value: dict[str, Any]) -> str:
+    lines = [f"{len(value['packets'])} packets at {value['at'][:12]}"]
+    lines += [printable(f"{p['id']}  {p['path']}") for p in value["packets"]]
+    return "\n".join(lines)
+
+
+def build_text(value: dict[str, Any]) -> str:
+    data = value["capsule_json"].encode("utf-8")
+    view = render_markdown(CapsuleFile(data=data, document=value["capsule"]))
+    if value["record"] is not None:
+        record = value["record"]
+        view += printable(f"\n(record {record['path']}: {record['status']})") + "\n"
+    return view
+
+
+def verify_text(value: dict[str, Any]) -> str:
+    lines = [
+        printable(f"{p['status']:<9} {p['locator']}  {p['code']}: {p['message']}")
+        for p in value["parts"]
+    ]
+    drifted = sum(p["status"] != "unchanged" for p in value["parts"])
+    verdict = "all parts unchanged" if value["ok"] else f"{drifted} parts not unchanged"
+    lines.append(
+        f"{value['capsule']['id']} built at {value['capsule']['commit'][:12]}, verified at "
+        f"{value['at'][:12]}: {verdict}"
+    )
+    return "\n".join(lines)
+
+
+def replay_text(value: dict[str, Any]) -> str:
+    ref = value["capsule"]
+    if value["identical"]:
+        return printable(f"identical: {ref['id']} at {ref['commit'][:12]} rebuilds byte for byte")
+    lines = [printable(f"different: {ref['id']} at {ref['commit'][:12]}, these fields differ:")]
+    lines += [printable(f"  {d['path']}") for d in value["differences"]]
+    return "\n".join(lines)
+
+
+def check_text(value: dict[str, Any]) -> str:
+    failures = [f for p in value["packets"] for f in p["failures"]]
+    lines = [
+        printable(f"{f['path']}: {f['locator']}: {f['code']}: {f['message']}") for f in failures
+    ]
+    ok = sum(p["ok"] for p in value["packets"])
+    lines.append(f"{ok} of {len(value['packets'])} packets would build at {value['at'][:12]}")
+    return "\n".join(lines)
+
+
+def outline_text(value: dict[str, Any]) -> str:
+    lines = [printable(f"{value['path']} at {value['commit'][:12]}: {value['lines']} lines")]
+    for h in value["headings"]:
+        where = h["locator"] if h["locator"] is not None else "(no unique selector)"
+        lines.append(
+            printable(
+                f"{'  ' * h['depth']}{'#' * h['level']} {h['text']}  lines "
+                f"{h['lines'][0]}-{h['lines'][1]}, ~{h['estimated_tokens']} tokens  -> {where}"
+            )
+        )
+    return "\n".join(lines)
