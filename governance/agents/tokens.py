@@ -45,7 +45,7 @@ class Unavailable(Exception):
 
 def vocabulary_bytes(expected_sha256: str = VOCABULARY_SHA256) -> bytes:
     """The o200k_base vocabulary as shipped, after its SHA-256 check."""
-    import gzip  # noqa: PLC0415 (only a count reads the vocabulary)
+    import gzip  # noqa: PLC0415 (defers gzip: only a count reads the vocabulary)
     import importlib.metadata  # noqa: PLC0415 (defers tempfile, importlib.resources)
 
     try:

@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         "warnings": [w.to_json() for w in built.warnings],
     }
     if args.record:
-        from governance.history.records import write_record  # noqa: PLC0415 (only --record writes one)
+        from governance.history.records import write_record  # noqa: PLC0415 (defers records: only --record)
 
         written = write_record(repo, packet_path, built.document["commit"], built.data)
         summary["record"] = written.path
