@@ -147,3 +147,18 @@ def test_new_refuses_an_id_the_schema_refuses(cli, tmp_path: Path, bad: str) -> 
 def test_quoted_scalars_load_back_exactly(value: str) -> None:
     loaded = load_yaml(f"key: {quoted(value)}\n", path="x.yml", code="packet_malformed")
     assert loaded == {"key": value}
+
+
+def test_new_json_names_both_files_and_the_suggestion(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = cli(["new", "AIR-2", "--goal", "zeppelin", "--json"], cwd=repo.path)
+    assert result.code == 0, result.err
+    out = json.loads(result.out)
+    assert out["packet"] == "packets/AIR-2/packet.yml"
+    assert out["context"] == "packets/AIR-2/context.md"
+    reads = [read["locator"] for read in out["suggestion"]["reads"]]
+    text = (repo.path / "packets/AIR-2/packet.yml").read_text()
+    packet = load_yaml(text, path="p", code="packet_malformed")
+    assert packet["required_reads"] == reads
+    # The budget was fitted to this very packet, id and all.
+    assert out["suggestion"]["capsule"]["packet"] == "packets/AIR-2/packet.yml"

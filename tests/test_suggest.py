@@ -310,3 +310,42 @@ def test_a_term_in_the_sections_own_heading_weighs_more(cli, tmp_path: Path) -> 
     repo.commit("quokka")
     result = run(cli, repo, "quokka", "--max-reads", "1")
     assert [read["locator"] for read in result["reads"]] == ["docs/b.md#quokka"]
+
+
+def test_a_facet_only_an_overlapping_section_has_is_an_overlap_gap(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.write(
+        "docs/nest.md",
+        "# Top\n\nalpaca once.\n\n" + "pad words here\n" * 1500 + "\n## Child\n\n" + "llama " * 40,
+    )
+    repo.commit("nest")
+    result = run(cli, repo, "llama alpaca")
+    assert [read["locator"] for read in result["reads"]] == ["docs/nest.md#child"]
+    assert result["coverage"]["unresolved"] == [{"facet": "alpaca", "gap": "overlap"}]
+    assert result["omissions"]["reasons"]["overlap"] == 1
+    invariant(result)
+
+
+def test_a_bad_glob_is_exit_2(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = cli(["suggest", "audit", "--paths", "/abs/*.md", "--json"], cwd=repo.path)
+    assert result.code == 2
+    assert json.loads(result.out)["error"]["code"] == "invalid_glob"
+
+
+def test_without_a_committed_policy_it_fails_as_build_would(cli, tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "bare-policy")
+    repo.write("docs/a.md", "# A\n\naudit\n")
+    repo.commit("no policy")
+    result = cli(["suggest", "audit", "--json"], cwd=repo.path)
+    assert result.code == 3
+    assert json.loads(result.out)["error"]["code"] == "source_missing"
+
+
+def test_hostile_goal_text_is_escaped_on_the_terminal(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = cli(["suggest", "sharding \x1b]0;owned\x07 \u202ereplay"], cwd=repo.path)
+    assert result.code == 0, result.err
+    assert "\x1b" not in result.err
+    assert "\x07" not in result.err
+    assert "\u202e" not in result.err
