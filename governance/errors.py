@@ -270,6 +270,10 @@ REPLAY_DIFFERS = _code(
     record_advice="the record is not what the builder gives at its commit: restore it, or "
     "rebuild it there",
 )
+# The audit's waiver file (policies/audit-waivers.yml).
+WAIVERS_MALFORMED = _code("waivers_malformed", MalformedInput)
+# Reported, never raised: a waiver that matches no record version (exit 1).
+WAIVER_UNUSED = _code("waiver_unused", None, exit_code=EXIT_DRIFT)
 
 # The continuation runner.
 AGENT_COMMAND_INVALID = _code("agent_command_invalid", UsageError)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from governance.commands._args import add_json_flag
@@ -14,7 +14,7 @@ from governance.history.records import RECORDS_GLOB
 from governance.output import err, out, plural, print_json, printable
 
 if TYPE_CHECKING:
-    from governance.history.audit import Row
+    from governance.history.audit import AuditReport, Row
     from governance.history.signed_audit import SignatureReport
 
 HELP = "replay every capsule record found in history (each distinct blob once)"
@@ -23,7 +23,15 @@ EPILOG = """\
 REV_RANGE:
   REV     every commit reachable from REV (default HEAD: all of HEAD's history)
   A..B    the commits reachable from B and not from A: the records they add
-  Each end is HEAD, a full commit id or a unique hex prefix (>= 4), as for --at.
+  Each end is HEAD, a full commit id, a unique hex prefix (>= 4), or a branch,
+  remote-tracking branch or tag name (origin/main..HEAD); the commits the names
+  resolved to are printed. Rev expressions (HEAD~2, main^) are refused.
+
+waivers:
+  policies/audit-waivers.yml at the range's tip lists known-bad record blobs,
+  each with a reason: their drift or error rows are "waived", not failures. A
+  waiver that matches no record version of the range (nor, for A..B, of the
+  history before A) is waiver_unused, an error.
 
 sharding a CI matrix:
   N jobs that run the same command with --shard 1/N ... --shard N/N on the same
@@ -33,8 +41,10 @@ exit codes:
   0  every record replays byte for byte at its declared commit (or none found,
      a repository without commits included)
   1  at least one record drifted or could not be replayed (its error code is in
-     the table: commit_missing, commit_unreachable, record_misplaced, ...)
-  2  bad usage (range, --paths, --jobs, --shard) or not a repository
+     the table: commit_missing, commit_unreachable, record_misplaced, ...), or a
+     waiver is unused (waiver_unused)
+  2  bad usage (range, --paths, --jobs, --shard), not a repository, or a
+     malformed waiver file (waivers_malformed)
   3  history cannot be walked: object_missing, a partial clone without its
      trees (--filter=tree:0); clone without --filter
 
@@ -210,6 +220,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.finish()
     where = report.range
+    if where.named:
+        err(f"capsule: range {where.spec}: " + ", ".join(end.shown() for end in where.ends))
     signatures = None
     if args.require_signatures:
         from governance.history.signed_audit import audit_signatures  # noqa: PLC0415 (defers pygit2, tempfile, subprocess)
@@ -223,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
             document["ok"] = report.ok and signatures.ok
         print_json(document)
     else:
-        _print_table(report.rows)
+        _print_table(report)
         if signatures is not None:
             _print_signatures(signatures)
     if where.tip is None:
@@ -237,6 +249,12 @@ def run(args: argparse.Namespace) -> int:
         f"({plural(counts['blobs'], 'distinct blob')}) in {plural(report.commits, 'commit')} of "
         f"{where.spec} at {where.tip[:12]}{scope}: "
         f"{counts['identical']} identical, {counts['drift']} drift, {counts['error']} error"
+        + (f", {counts['waived']} waived" if counts["waived"] else "")
+        + (
+            f", {plural(counts['waivers_unused'], 'unused waiver')}"
+            if counts["waivers_unused"]
+            else ""
+        )
     )
     if signatures is not None:
         shown = ", ".join(f"{n} {status}" for status, n in signatures.counts().items()) or "none"
@@ -262,24 +280,48 @@ def _print_signatures(report: SignatureReport) -> None:
         out("  ".join([*cells, line[3]]).rstrip())
 
 
-def _print_table(table: Sequence[Row]) -> None:
-    from governance.history.record_rules import DRIFT, ERROR  # noqa: PLC0415 (defers pygit2, PyYAML, json)
+def _detail(row: Row) -> str:
+    from governance.history.audit import WAIVED  # noqa: PLC0415 (defers pygit2, PyYAML, json)
+    from governance.history.record_rules import DRIFT, ERROR  # noqa: PLC0415 (defers pygit2)
+
+    if row.result == DRIFT:
+        return "differs in " + ", ".join(d.path for d in row.differences)
+    if row.result == ERROR:
+        # The first line only: an over-budget message goes on to list every part.
+        return f"{row.code}: {row.message.splitlines()[0] if row.message else ''}"
+    if row.result == WAIVED:
+        return f"{row.code}: waived: {row.waiver}"
+    return ""
+
+
+def _print_table(report: AuditReport) -> None:
+    from governance.history.record_rules import ERROR  # noqa: PLC0415 (defers pygit2)
+    from governance.history.waivers import WAIVERS_PATH  # noqa: PLC0415 (defers pygit2, PyYAML)
 
     lines = [("RESULT", "PATH", "INTRODUCED", "BUILT AT", "DETAIL")]
-    for row in table:
-        if row.result == DRIFT:
-            detail = "differs in " + ", ".join(d.path for d in row.differences)
-        elif row.result == ERROR:
-            # The first line only: an over-budget message goes on to list every part.
-            detail = f"{row.code}: {row.message.splitlines()[0] if row.message else ''}"
-        else:
-            detail = ""
+    for row in report.rows:
         declared = row.declared[:12] if row.declared else "-"
         # Every cell printable before the widths are measured: a record's path
         # is repository text, and may hold escape codes.
         lines.append(
-            (row.result, printable(row.path), row.introduced[:12], declared, printable(detail))
+            (
+                row.result,
+                printable(row.path),
+                row.introduced[:12],
+                declared,
+                printable(_detail(row)),
+            )
         )
+    for use in report.unused_waivers:
+        waiver = use.waiver
+        at = f" at {waiver.path}" if waiver.path is not None else ""
+        detail = (
+            f"{use.code}: waiver {waiver.index} (blob {waiver.blob[:12]}{at}) matches no record "
+            f"version of {report.range.spec}"
+            + (" nor of the history before it" if report.range.hidden else "")
+            + ": remove it, or correct its blob id"
+        )
+        lines.append((ERROR, WAIVERS_PATH, "-", "-", printable(detail)))
     widths = [max(len(line[column]) for line in lines) for column in range(4)]
     for line in lines:
         cells = [cell.ljust(width) for cell, width in zip(line[:4], widths, strict=True)]

@@ -55,6 +55,85 @@ def _plain(x: Any, depth: int = 0) -> bool:
     return kind is str or kind is int or kind is bool or x is None
 
 
+# --- audit-waivers (audit-waivers.schema.json)
+
+
+def _audit_waivers_6(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if _AUDIT_WAIVERS_7_C.search(x) is None:
+        return False
+    return True
+
+
+def _audit_waivers_8(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    if len(x) > 4096:
+        return False
+    return True
+
+
+def _audit_waivers_9(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    if len(x) > 2000:
+        return False
+    if _AUDIT_WAIVERS_10_C.search(x) is None:
+        return False
+    return True
+
+
+def _audit_waivers_4(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _AUDIT_WAIVERS_5_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _AUDIT_WAIVERS_11_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _audit_waivers_3(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    if len(x) > 1000:
+        return False
+    for item in x:
+        if not _audit_waivers_4(item):
+            return False
+    return True
+
+
+def _audit_waivers_1(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _AUDIT_WAIVERS_2_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _AUDIT_WAIVERS_12_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+_AUDIT_WAIVERS_2_C = frozenset(["waivers"])
+_AUDIT_WAIVERS_5_C = frozenset(["blob", "reason"])
+_AUDIT_WAIVERS_7_C = re.compile("^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_AUDIT_WAIVERS_10_C = re.compile("\\S")
+_AUDIT_WAIVERS_11_C = {
+    "blob": _audit_waivers_6,
+    "path": _audit_waivers_8,
+    "reason": _audit_waivers_9,
+}
+_AUDIT_WAIVERS_12_C = {"waivers": _audit_waivers_3}
+
 # --- capsule-1 (capsule-1.schema.json)
 
 
@@ -2327,6 +2406,7 @@ _POLICY_9_C = {
 
 
 VALIDATORS: dict[str, Callable[[Any], bool]] = {
+    "audit-waivers": _audit_waivers_1,
     "capsule-1": _capsule_1_1,
     "continuation-evidence-1": _continuation_evidence_1_1,
     "continuation-result-1": _continuation_result_1_1,

@@ -11,11 +11,12 @@ imported or run. Nothing here prints: progress is a callback the caller gives.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pygit2
 
+from governance.errors import WAIVER_UNUSED
 from governance.history.globs import PathGlobs
 from governance.history.pool import Item, regular, replay_items, shard, work_items
 from governance.history.ranges import Range, parse_range
@@ -31,15 +32,24 @@ from governance.history.record_rules import (
 )
 from governance.history.records import RECORDS_GLOB
 from governance.history.replay import Difference, rebuild_failed
+from governance.history.waivers import (
+    BEFORE_RANGE,
+    MATCHED,
+    UNUSED,
+    Waiver,
+    read_waivers,
+)
 from governance.history.walk import Version, find_records, limit_git_memory
 
-RESULTS = (IDENTICAL, DRIFT, ERROR)
+# A drift or error row that a committed waiver names: known bad, not a failure.
+WAIVED = "waived"
+RESULTS = (IDENTICAL, DRIFT, ERROR, WAIVED)
 
 
 @dataclass(frozen=True)
 class Row:
     """A line of the audit table: one record version and its result. A new
-    column is a new field here and a key in ``to_json``."""
+    column is a new field here (with a default) and a key in ``to_json``."""
 
     path: str
     blob_id: str
@@ -49,6 +59,7 @@ class Row:
     code: str | None
     message: str
     differences: tuple[Difference, ...]
+    waiver: str | None = None  # the reason, when a waiver turned drift or error into WAIVED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +71,7 @@ class Row:
             "code": self.code,
             "message": self.message,
             "differences": [d.to_json() for d in self.differences],
+            "waiver": self.waiver,
         }
 
 
@@ -110,6 +122,55 @@ def rows(
     return out
 
 
+def waive(row: Row, waivers: Sequence[Waiver]) -> Row:
+    """``row`` as WAIVED when it is drift or an error and a waiver names its blob."""
+    if row.result not in (DRIFT, ERROR):
+        return row
+    for waiver in waivers:
+        if waiver.matches(row.path, row.blob_id):
+            return replace(row, result=WAIVED, waiver=waiver.reason)
+    return row
+
+
+@dataclass(frozen=True)
+class WaiverUse:
+    """What became of one waiver: MATCHED (it names a record version of the
+    range), BEFORE_RANGE (A..B: only of the history before A) or UNUSED."""
+
+    waiver: Waiver
+    status: str
+
+    @property
+    def code(self) -> str | None:
+        return WAIVER_UNUSED if self.status == UNUSED else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.waiver.to_json(), "status": self.status, "code": self.code}
+
+
+def waiver_uses(
+    repo: pygit2.Repository,
+    waivers: Sequence[Waiver],
+    versions: Sequence[Version],
+    where: Range,
+    globs: PathGlobs,
+) -> list[WaiverUse]:
+    """Each waiver, and whether a record version of the range (every shard's)
+    matches it; for A..B, one that matches none is looked for before A too,
+    so a range audit does not call an old waiver unused."""
+
+    def used(waiver: Waiver, among: Sequence[Version]) -> bool:
+        return any(waiver.matches(v.path, v.blob_id) for v in among)
+
+    status = {w.index: MATCHED if used(w, versions) else UNUSED for w in waivers}
+    if UNUSED in status.values() and where.hidden is not None:
+        before = find_records(repo, Range(where.spec, where.hidden, None), globs).versions
+        for waiver in waivers:
+            if status[waiver.index] == UNUSED and used(waiver, before):
+                status[waiver.index] = BEFORE_RANGE
+    return [WaiverUse(waiver, status[waiver.index]) for waiver in waivers]
+
+
 @dataclass(frozen=True)
 class AuditReport:
     """What an audit found: the range, the shard, and one row per record version."""
@@ -122,6 +183,11 @@ class AuditReport:
     commits: int
     blobs: int  # distinct record blobs of this shard
     rows: tuple[Row, ...]
+    waivers: tuple[WaiverUse, ...] = ()
+
+    @property
+    def unused_waivers(self) -> list[WaiverUse]:
+        return [use for use in self.waivers if use.status == UNUSED]
 
     @property
     def counts(self) -> dict[str, int]:
@@ -130,22 +196,31 @@ class AuditReport:
             "records": len(self.rows),
             "blobs": self.blobs,
             **{result: sum(r.result == result for r in self.rows) for result in RESULTS},
+            "waivers_unused": len(self.unused_waivers),
         }
 
     @property
     def ok(self) -> bool:
-        return all(r.result == IDENTICAL for r in self.rows)
+        """No drift, no error, no unused waiver (waived rows are known, not failures)."""
+        rows_ok = all(r.result in (IDENTICAL, WAIVED) for r in self.rows)
+        return rows_ok and not self.unused_waivers
 
     def to_json(self) -> dict[str, Any]:
         index, count = self.shard
         return {
-            "range": {"spec": self.range.spec, "tip": self.range.tip, "hidden": self.range.hidden},
+            "range": {
+                "spec": self.range.spec,
+                "tip": self.range.tip,
+                "hidden": self.range.hidden,
+                "ends": [end.to_json() for end in self.range.ends],
+            },
             "paths": list(self.paths),
             "shard": {"index": index, "count": count, "blobs_in_range": self.blobs_in_range},
             "jobs": self.jobs,
             "counts": self.counts,
             "ok": self.ok,
             "results": [r.to_json() for r in self.rows],
+            "waivers": [use.to_json() for use in self.waivers],
         }
 
 
@@ -171,6 +246,8 @@ def audit(
     globs = PathGlobs(list(paths))
     where = parse_range(repo, spec)
     found = find_records(repo, where, globs)
+    # Before any replay: a malformed waiver file stops the audit early.
+    waivers = read_waivers(repo, where.tip)
     everything = work_items(found.versions)
     index, count = shard_of
     items = shard(everything, index, count)
@@ -181,7 +258,8 @@ def audit(
 
     done(0)
     outcomes = replay_items(repo, items, jobs=jobs, progress=done)
-    table = rows(repo, found.versions, items, outcomes)
+    table = [waive(row, waivers) for row in rows(repo, found.versions, items, outcomes)]
+    uses = waiver_uses(repo, waivers, found.versions, where, globs)
     return AuditReport(
         where,
         tuple(globs.patterns),
@@ -191,4 +269,5 @@ def audit(
         found.commits,
         len(items),
         tuple(table),
+        tuple(uses),
     )
