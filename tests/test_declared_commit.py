@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gitrepo import Repo
-from history import forge, forge_whole_read, record
+from support.gitrepo import Repo
+from support.history import forge, forge_whole_read, record
 
 PACKET = "packets/P-1/packet.yml"
 

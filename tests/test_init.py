@@ -10,10 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from gitrepo import Repo
 from governance.authoring.init import CI_WORKFLOW, PRE_COMMIT, README_MAX_BYTES, policy_text
 from governance.core.packet import parse_packet
 from governance.core.policy import Policy, parse_policy
+from support.gitrepo import Repo
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ["policies/capsule.yml", "packets/EXAMPLE-1/packet.yml", "packets/EXAMPLE-1/context.md"]
