@@ -7,8 +7,7 @@ import os
 
 from test_qualified import KEP
 
-from gitrepo import POLICY
-from support.gitrepo import Repo, packet_yaml
+from support.gitrepo import POLICY, Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 
