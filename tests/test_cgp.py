@@ -250,10 +250,62 @@ def test_a_missing_packet_is_a_typed_error(ready: Provider) -> None:
     assert reply["id"] == "m"
 
 
-def test_a_goal_without_a_packet_anchor_is_a_typed_error_not_a_guess(ready: Provider) -> None:
-    reply = ready.query("g", anchors=["file:///elsewhere"])
-    assert reply["code"] == "capsule:goal_unsupported"
-    assert "capsule://packets/<ID>" in reply["message"]
+def _suggested(cli, repo: Repo, goal: str) -> list[str]:  # type: ignore[no-untyped-def]
+    result = cli(["suggest", goal, "--json"], cwd=repo.path)
+    assert result.code == 0, result
+    return [read["locator"] for read in json.loads(result.out)["reads"]]
+
+
+GOAL = "second phase details"
+
+
+def test_a_goal_query_is_answered_from_capsule_suggest(cli, repo: Repo, ready: Provider) -> None:
+    reply = ready.query("g", goal=GOAL, anchors=["file:///elsewhere"])
+    assert (reply["type"], reply["id"]) == ("frames", "g")
+    frames = reply["result"]["frames"]
+    locators = _suggested(cli, repo, GOAL)
+    assert locators
+    assert [f["citation_label"].rsplit(" ", 1)[0] for f in frames] == locators
+    head = repo.head()
+    for frame in frames:
+        assert frame["kind"] == "doc"
+        assert frame["id"].startswith(f"capsule-suggest:{head}/")
+        (provenance,) = frame["provenance"]
+        path = provenance["uri"].removeprefix(f"capsule://commits/{head}/")
+        raw = _at_range(repo, path, provenance.get("range"))
+        assert raw == frame["content"].encode("utf-8")
+        assert frame["content_digest"] == "sha256:" + hashlib.sha256(raw).hexdigest()
+        assert frame["token_cost"] == math.ceil(len(raw) / 4)
+        assert 0 <= frame["score"] <= 1
+    assert max(f["score"] for f in frames) == 1.0
+
+
+def test_a_goal_query_keeps_the_budget(ready: Provider) -> None:
+    reply = ready.query(goal=GOAL, max_tokens=1)["result"]
+    assert reply["frames"] == []
+    assert reply["truncated"] is True
+
+
+def test_a_goal_of_stop_words_only_is_a_typed_error(ready: Provider) -> None:
+    reply = ready.query("s", goal="the and of")
+    assert (reply["type"], reply["code"], reply["id"]) == ("error", "capsule:goal_empty", "s")
+
+
+def test_v3_v4_suggested_frames_verify_valid_stale_and_gone(repo: Repo, ready: Provider) -> None:
+    frames = ready.query(goal=GOAL)["result"]["frames"]
+    assert [v["status"] for v in _verify(ready, frames)] == ["valid"] * len(frames)
+    roadmap = (repo.path / "docs/roadmap.md").read_text()
+    repo.write("docs/roadmap.md", roadmap.replace("Nested details", "Nested, edited details"))
+    repo.commit("edit the details")
+    statuses = {v["frame"]["frame_id"]: v for v in _verify(ready, frames)}
+    assert "stale" in {v["status"] for v in statuses.values()}
+    for verdict in statuses.values():
+        if verdict["status"] == "stale":
+            assert DIGEST.match(verdict["replacement_digest"])
+    (repo.path / "docs/roadmap.md").unlink()
+    repo.commit("remove the roadmap")
+    gone = {v["status"] for v in _verify(ready, frames)}
+    assert "gone" in gone
 
 
 def test_two_anchors_on_one_packet_serve_it_once(ready: Provider) -> None:
@@ -568,9 +620,9 @@ def test_the_reference_sessions_host_lines_are_served(provider: Provider) -> Non
     handshake = next(m for m in lines if m["type"] == "handshake")
     assert provider.ask(handshake)["type"] == "handshake_ack"
     query = next(m for m in lines if m["type"] == "query")
-    # Its anchor names no packet of ours: a typed error, with its id echoed.
+    # Its anchor names no packet of ours: a goal query, answered from suggest.
     reply = provider.ask(query)
-    assert (reply["type"], reply["id"]) == ("error", query["id"])
+    assert (reply["type"], reply["id"]) == ("frames", query["id"])
     verify = next(m for m in lines if m["type"] == "verify")
     verdicts = provider.ask(verify)["response"]["verdicts"]
     assert [v["status"] for v in verdicts] == ["unknown", "unknown"]

@@ -18,6 +18,7 @@ import pygit2
 
 from governance import __version__
 from governance.agents import cgp_frames
+from governance.agents.cgp_goal import goal_frames, goal_verdict, is_goal_frame
 from governance.errors import CapsuleError, coded
 
 PROTOCOL_VERSION = "contextgraph/1.0"
@@ -34,7 +35,6 @@ INCOMPATIBLE_VERSION = "incompatible_version"
 UNSUPPORTED_KIND = "unsupported_kind"
 INTERNAL = "internal"
 # Our own codes are namespaced (U3): ``capsule:<the command's error code>``.
-GOAL_UNSUPPORTED = "capsule:goal_unsupported"
 
 
 class Refusal(Exception):
@@ -174,16 +174,14 @@ class Session:
         if kinds and "doc" not in kinds:
             raise Refusal(UNSUPPORTED_KIND, "this provider serves only 'doc' frames")
         packets = [p for p in (cgp_frames.packet_id_of(a) for a in anchors) if p is not None]
-        if not packets:
-            raise Refusal(
-                GOAL_UNSUPPORTED,
-                "a query is answered for a packet: anchor it on capsule://packets/<ID>; "
-                "goal-only queries need capsule suggest, which this version does not have",
-            )
         snapshot = cgp_frames.head(self.repo)
         candidates: list[dict[str, Any]] = []
-        for packet in dict.fromkeys(packets):
-            candidates += cgp_frames.packet_frames(self.repo, snapshot, packet)
+        if packets:
+            for packet in dict.fromkeys(packets):
+                candidates += cgp_frames.packet_frames(self.repo, snapshot, packet)
+        else:
+            # No packet anchor: the sections capsule suggest proposes for the goal.
+            candidates = goal_frames(self.repo, snapshot, goal)
         frames, dropped = cgp_frames.fit(candidates, max_frames, max_tokens)
         result: dict[str, Any] = {"frames": frames, "truncated": dropped > 0}
         if dropped:
@@ -204,8 +202,17 @@ class Session:
                 raise Refusal(BAD_REQUEST, "each frame identity needs provider_id and frame_id")
             if not isinstance(identity.get("content_digest"), str | None):
                 raise Refusal(BAD_REQUEST, "content_digest must be a string or null")
-        verifier = cgp_frames.Verifier(self.repo, cgp_frames.head(self.repo))
-        verdicts = [verifier.verdict(_identity(identity)) for identity in identities]
+        now = cgp_frames.head(self.repo)
+        verifier = cgp_frames.Verifier(self.repo, now)
+        verdicts = []
+        for given in identities:
+            identity = _identity(given)
+            if identity["provider_id"] == cgp_frames.PROVIDER_NAME and is_goal_frame(
+                identity["frame_id"]
+            ):
+                verdicts.append(goal_verdict(self.repo, now, identity))
+            else:
+                verdicts.append(verifier.verdict(identity))
         return {"type": "verified", "response": {"verdicts": verdicts}}
 
 

@@ -30,7 +30,9 @@ def register(sub: Any) -> None:
             'a packet (anchors: ["capsule://packets/<ID>"]) returns the parts of that '
             "packet's capsule built at HEAD (packet, context, policy, every read) as doc "
             "frames: exact content, sha256 digests, L<a>-<b> line ranges, token_cost = "
-            "ceil(UTF-8 bytes / 4), within max_frames and max_tokens. verify answers valid, "
+            "ceil(UTF-8 bytes / 4), within max_frames and max_tokens; a query without a "
+            "packet anchor gets the sections capsule suggest proposes for its goal at HEAD. "
+            "verify answers valid, "
             "stale, gone or unknown from capsule verify. Reads committed objects only; "
             "writes nothing; sends nothing anywhere but stdout. See docs/cgp.md."
         ),
