@@ -10,7 +10,6 @@ import re
 import stat
 import sys
 import unicodedata
-from collections.abc import Sequence
 from typing import Any
 
 from governance.errors import OUTPUT_FAILED, OUTPUT_NOT_FILE, UsageError
@@ -141,17 +140,6 @@ def printable(text: str) -> str:
     return "".join(
         _escape(char) if unicodedata.category(char) in _UNPRINTABLE else char for char in text
     )
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 packet``, ``2 packets``, ``1,024 packets``."""
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
-
-
-def listed(items: Sequence[str], most: int = 5) -> str:
-    """The first ``most`` items, comma-separated, then ``and K more``."""
-    shown = ", ".join(items[:most])
-    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
 def _shown_json(value: Any) -> Any:

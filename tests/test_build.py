@@ -4,9 +4,10 @@ import json
 import os
 from pathlib import Path
 
+import pygit2
 import pytest
 
-from governance.core.hashing import git_blob_id, sha256_hex
+from governance.core.hashing import sha256_hex
 from support.gitrepo import Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
@@ -43,7 +44,7 @@ def test_heading_section_is_exact_bytes_and_lines(cli, repo: Repo) -> None:
     source = (repo.path / "docs/roadmap.md").read_bytes()
     assert read["source_sha256"] == sha256_hex(source)
     assert read["selected_sha256"] == sha256_hex(read["text"].encode())
-    assert read["blob"] == git_blob_id(source)
+    assert read["blob"] == str(pygit2.hash(source))
 
 
 def test_whole_file_read_and_packet_parts(cli, repo: Repo) -> None:

@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pygit2
 import pytest
 
-from governance.core.hashing import git_blob_id, sha256_hex
+from governance.core.hashing import sha256_hex
 from support.gitrepo import POLICY, Repo, packet_yaml
 from support.history import forge
 
@@ -83,7 +84,7 @@ def _with_packet_text(data: bytes, text: str) -> bytes:
         raw = text.encode()
         d["packet"]["text"] = text
         d["packet"]["sha256"] = sha256_hex(raw)
-        d["packet"]["blob"] = git_blob_id(raw)
+        d["packet"]["blob"] = str(pygit2.hash(raw))
 
     return forge(data, edit)
 

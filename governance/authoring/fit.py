@@ -8,12 +8,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import pygit2
+
 from governance.authoring.corpus import Doc
 from governance.authoring.template import Draft
 from governance.core import budget, canonical
 from governance.core.builder import Built, build_capsule
 from governance.core.cache import BlobCache
-from governance.core.hashing import git_blob_id
 from governance.core.locator import check_path
 from governance.core.snapshot import MODE_FILE, Snapshot, Source
 from governance.errors import INTERNAL_ERROR, BudgetError, CapsuleError
@@ -41,14 +42,14 @@ class Overlay(Snapshot):
 
     def put(self, path: str, data: bytes) -> None:
         self.files[path] = data
-        self._blobs[git_blob_id(data)] = data
+        self._blobs[str(pygit2.hash(data))] = data
 
     def source(self, path: str, *, locator: str | None = None) -> Source:
         data = self.files.get(path)
         if data is None:
             return super().source(path, locator=locator)
         check_path(path, locator=locator)
-        return Source(path=path, blob_id=git_blob_id(data), mode=MODE_FILE)
+        return Source(path=path, blob_id=str(pygit2.hash(data)), mode=MODE_FILE)
 
     def size(self, source: Source) -> int:
         data = self._blobs.get(source.blob_id)

@@ -10,7 +10,8 @@ from typing import Any
 
 from governance.commands._args import Parser
 from governance.commands._boundary import run_guarded
-from governance.output import err, out, plural
+from governance.core.words import plural
+from governance.output import err, out
 
 
 def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:

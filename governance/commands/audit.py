@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from governance.commands._args import add_json_flag
+from governance.core.words import plural
 from governance.errors import UsageError
 from governance.history.records import RECORDS_GLOB
-from governance.output import err, out, plural, print_json, printable
+from governance.output import err, out, print_json, printable
 
 if TYPE_CHECKING:
     from governance.history.audit import AuditReport, Row

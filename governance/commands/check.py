@@ -8,8 +8,9 @@ from typing import Any
 
 from governance.commands._args import EXIT_CODES, add_json_flag
 from governance.core.overlap import Overlap
+from governance.core.words import plural
 from governance.errors import UsageError
-from governance.output import err, out, plural, print_json
+from governance.output import err, out, print_json
 
 HELP = "report every reason packets would not build (emits nothing)"
 

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from governance.commands._args import EXIT_CODES, add_json_flag
-from governance.output import err, out, plural, print_json, printable
+from governance.core.words import plural
+from governance.output import err, out, print_json, printable
 
 HELP = "list every heading of a Markdown file with its selector, lines and cost"
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from governance.core import words
+
 MAX_LISTED_PROCESSES = 20
 
 # How long to keep killing a uid's (or session's) processes before reporting
@@ -35,9 +37,7 @@ class Process:
 
 def listed(found: Sequence[Process]) -> str:
     """Processes in words: the first few by pid and name, and how many more."""
-    shown = ", ".join(f"{p.pid} ({p.name})" for p in found[:MAX_LISTED_PROCESSES])
-    more = len(found) - MAX_LISTED_PROCESSES
-    return shown + (f" and {more} more" if more > 0 else "")
+    return words.listed([f"{p.pid} ({p.name})" for p in found], MAX_LISTED_PROCESSES)
 
 
 def _read_process(pid: int) -> Process | None:

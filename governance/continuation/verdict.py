@@ -21,8 +21,8 @@ from governance.core.canonical import has_surrogate, no_constant, no_duplicate_k
 from governance.core.hashing import sha256_hex
 from governance.core.reader import CapsuleFile
 from governance.core.schema import validate as schema_validate
+from governance.core.words import listed
 from governance.errors import MalformedInput
-from governance.output import listed
 
 RESULT_SCHEMA = "continuation-result/1"
 VERDICT_SCHEMA = "continuation-verdict/1"

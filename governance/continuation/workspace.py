@@ -11,6 +11,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from governance.core.words import listed
+
 WORKSPACE_MODE = 0o555
 MAX_LISTED_ENTRIES = 20
 
@@ -74,9 +76,8 @@ def workspace_change(before: Observation, after: Observation) -> str | None:
         return "it can no longer be listed"
     if after.entries:
         count = len(after.entries)
-        shown = ", ".join(repr(name) for name in after.entries[:MAX_LISTED_ENTRIES])
-        more = "" if count <= MAX_LISTED_ENTRIES else f" and {count - MAX_LISTED_ENTRIES} more"
-        return f"it holds {count} {'entry' if count == 1 else 'entries'}: {shown}{more}"
+        shown = listed([repr(name) for name in after.entries], MAX_LISTED_ENTRIES)
+        return f"it holds {count} {'entry' if count == 1 else 'entries'}: {shown}"
     if after.mode != before.mode:
         return f"its mode changed from {before.mode or 0:04o} to {after.mode or 0:04o}"
     if after.owner_uid != before.owner_uid:

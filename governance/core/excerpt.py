@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from governance.core.hashing import sha256_hex
 from governance.core.headings import line_count, parse_headings, split_lines
 from governance.core.tree import Tree
+from governance.core.words import listed
 from governance.errors import SourceError
 
 if TYPE_CHECKING:
@@ -163,12 +164,8 @@ def _listed(path: str, tree: Tree, indices: Sequence[int]) -> tuple[str, list[di
         {"line": tree.headings[i].line, "locator": candidate_locator(path, tree, i)}
         for i in indices
     ]
-    shown = [
-        f"line {c['line']} ({c['locator'] or 'no selector names it alone'})" for c in found[:_SHOWN]
-    ]
-    if len(found) > _SHOWN:
-        shown.append(f"and {len(found) - _SHOWN} more")
-    return ", ".join(shown), found
+    shown = [f"line {c['line']} ({c['locator'] or 'no selector names it alone'})" for c in found]
+    return listed(shown, _SHOWN), found
 
 
 def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:

@@ -1,3 +1,6 @@
+"""The headings of a Markdown file from markdown-it-py's token stream, each with
+its section's lines, and the line arithmetic the excerpts share."""
+
 from __future__ import annotations
 
 import logging

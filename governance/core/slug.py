@@ -1,3 +1,5 @@
+"""GitHub's heading anchor rule: the slug a heading's text gives."""
+
 from __future__ import annotations
 
 import unicodedata

@@ -24,6 +24,7 @@ from governance.core.capsule import (
 from governance.core.locator import parse_locator
 from governance.core.overlap import Overlap
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot
+from governance.core.words import plural
 from governance.errors import (
     EXIT_OK,
     OVER_BUDGET,
@@ -35,7 +36,6 @@ from governance.errors import (
     CapsuleError,
     advice,
 )
-from governance.output import plural
 
 # When the file at fault is not a required read but a file the build itself
 # needs, "update the locator" is no advice: say what fits that file.

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pygit2
 
 from governance.core.snapshot import Snapshot
+from governance.core.words import listed
 from governance.errors import UsageError
-from governance.output import listed
 
 # The index has no commit. A capsule is never emitted from it; the placeholder
 # only has to be as long as a real id, so sizes and budgets come out the same.

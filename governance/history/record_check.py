@@ -11,6 +11,7 @@ from __future__ import annotations
 import pygit2
 
 from governance.core.snapshot import Snapshot
+from governance.core.words import listed
 from governance.errors import EXIT_DRIFT, REPLAY_DIFFERS, CapsuleError, record_advice
 from governance.guards.check import Failure, one_line
 from governance.history.record_rules import (
@@ -25,7 +26,6 @@ from governance.history.record_rules import (
     record_source,
 )
 from governance.history.records import is_record_path
-from governance.output import listed
 
 __all__ = ["check_record", "is_record_path"]
 

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pygit2
+
 from governance.core import canonical
 from governance.core.budget import fixpoint
-from governance.core.hashing import git_blob_id, sha256_hex
+from governance.core.hashing import sha256_hex
 from support.gitrepo import POLICY, Repo, Result, packet_yaml
 
 P1 = "packets/P-1/packet.yml"
@@ -54,7 +56,7 @@ def forge_whole_read(data: bytes, index: int, text: str) -> bytes:
         raw = text.encode()
         read["text"] = text
         read["selected_sha256"] = read["source_sha256"] = sha256_hex(raw)
-        read["blob"] = git_blob_id(raw)
+        read["blob"] = str(pygit2.hash(raw))
         read["lines"] = [1, len(raw.splitlines())]
 
     return forge(data, edit)
