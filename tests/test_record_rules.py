@@ -13,6 +13,7 @@ from capsule_hooks import records
 from support.gitrepo import Repo
 from support.history import audit, forge_target, record, record_on_a_deleted_branch
 from support.hostile import catalogue
+from support.signing import make_key
 
 
 def _replay_code(cli, repo: Repo, path: str) -> str | None:
@@ -96,3 +97,13 @@ def test_a_record_that_fails_two_rules_gets_the_first(cli, repo: Repo, capsys, m
     }
     assert latest == expected
     assert _hook_codes(repo, sorted(expected), capsys, monkeypatch) == expected
+
+
+def test_capsule_sign_reads_a_record_by_the_same_rules(cli, repo: Repo, hostile, tmp_path) -> None:
+    # Nobody signs what the record rules refuse to read: the same code as above.
+    key = make_key(tmp_path / "keys", "alice")
+    for name in ("oversized", "symlink", "corrupt", "non-canonical"):
+        path, code = hostile[name]
+        result = cli(["sign", path, "--key", str(key.private), "--json"], cwd=repo.path)
+        assert json.loads(result.out)["error"]["code"] == code, name
+        assert not (repo.path / f"{path}.sig").exists()

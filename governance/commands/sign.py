@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 from typing import Any
 
 from governance.commands._args import add_json_flag
-from governance.errors import CapsuleError, MalformedInput, SourceError
+from governance.errors import CapsuleError
 from governance.history.records import signature_path
 from governance.history.signers import parse_signature
 from governance.output import err, out, print_json, write_atomic
@@ -25,9 +24,6 @@ exit codes:
 
 errors carry a stable code; with --json they are printed on stdout as
 {"error": {"code": ..., "message": ...}}."""
-
-# As audit: a record over this is refused unread.
-MAX_RECORD_BYTES = 16 << 20
 
 
 def register(sub: Any) -> None:
@@ -59,25 +55,11 @@ def register(sub: Any) -> None:
 
 def _read_record(path: str) -> bytes:
     from governance.core.reader import read_capsule  # noqa: PLC0415 (defers json)
+    from governance.history.record_rules import read_record_file  # noqa: PLC0415 (defers pygit2)
 
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        raise CapsuleError(
-            f"{path}: cannot read: {exc.strerror}", code="record_unreadable"
-        ) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise SourceError(
-            f"{path}: not a regular file (a symbolic link or a folder); sign the record itself",
-            code="record_not_file",
-        )
-    if st.st_size > MAX_RECORD_BYTES:
-        raise MalformedInput(
-            f"{path}: {st.st_size:,} bytes; records over {MAX_RECORD_BYTES >> 20} MiB are refused",
-            code="record_too_large",
-        )
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_RECORD_BYTES + 1)
+    # The record rules' own read: a regular file, not followed if a link
+    # (record_not_file), at most 16 MiB (record_too_large), record_unreadable.
+    data = read_record_file(path)
     try:
         read_capsule(data)
     except CapsuleError as exc:

@@ -50,12 +50,12 @@ from governance.core.snapshot import (
     commit_tree,
 )
 from governance.errors import (
-    CAPSULE_UNREADABLE,
     COMMIT_UNREACHABLE,
     EXIT_DRIFT,
     RECORD_MISPLACED,
     RECORD_NOT_FILE,
     RECORD_TOO_LARGE,
+    RECORD_UNREADABLE,
     REPLAY_DIFFERS,
     SOURCE_NOT_FILE,
     SOURCE_SUBMODULE,
@@ -170,8 +170,8 @@ def read_record_file(path: str) -> bytes:
         with open(path, "rb") as handle:
             data = handle.read(MAX_RECORD_BYTES + 1)
     except OSError as exc:
-        raise MalformedInput(
-            f"{path}: cannot read capsule: {exc.strerror}", code=CAPSULE_UNREADABLE
+        raise CapsuleError(
+            f"{path}: cannot read the record: {exc.strerror}", code=RECORD_UNREADABLE
         ) from None
     if len(data) > MAX_RECORD_BYTES:
         raise _too_large(len(data))
