@@ -349,3 +349,34 @@ def test_hostile_goal_text_is_escaped_on_the_terminal(cli, tmp_path: Path) -> No
     assert "\x1b" not in result.err
     assert "\x07" not in result.err
     assert "\u202e" not in result.err
+
+
+def test_packets_are_not_evidence_unless_a_glob_asks(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.write("packets/P-9/context.md", "# Context\n\nThe wombat packet.\n")
+    repo.commit("packet")
+    assert run(cli, repo, "wombat")["reads"] == []
+    asked = run(cli, repo, "wombat", "--paths", "packets/*/context.md")
+    assert [read["path"] for read in asked["reads"]] == ["packets/P-9/context.md"]
+
+
+def test_a_single_letter_or_digit_is_no_facet(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    assert [f["facet"] for f in run(cli, repo, "an 8-read x sharding")["facets"]] == [
+        "read",
+        "sharding",
+    ]
+
+
+def test_corroboration_worth_little_is_redundant(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    strong = "# Strong\n\n" + "numbat quoll " * 30 + "\n"
+    weak = "# Weak\n\nnumbat and quoll, once, among many other words.\n" + "filler text\n" * 300
+    repo.write("docs/strong.md", strong)
+    repo.write("docs/weak.md", weak)
+    repo.commit("two")
+    result = run(cli, repo, "numbat quoll")
+    assert [read["path"] for read in result["reads"]] == ["docs/strong.md"]
+    assert result["coverage"]["complete"] is True
+    assert result["omissions"]["reasons"]["redundant_coverage"] >= 1
+    invariant(result)

@@ -13,6 +13,7 @@ import pygit2
 
 from governance.authoring.quickheadings import quick_headings
 from governance.authoring.terms import RUN, normalise
+from governance.core.capsule import PACKETS_DIR
 from governance.core.excerpt import candidate_locator
 from governance.core.headings import Heading, parse_headings, split_lines
 from governance.core.snapshot import MODE_TREE, Snapshot
@@ -93,6 +94,10 @@ def markdown_paths(
             name = entry.name or ""
             after = globs.step(state, name) if globs is not None and state is not None else None
             if entry.filemode == MODE_TREE:
+                if globs is None and not prefix and name == PACKETS_DIR:
+                    # Packets are what suggestions are for, not evidence: a
+                    # packet's own context.md is in its capsule whole anyway.
+                    continue
                 if globs is None or (after is not None and globs.descends(after)):
                     assert isinstance(entry, pygit2.Tree)
                     stack.append((entry, f"{prefix}{name}/", after))

@@ -32,6 +32,10 @@ REASONS = (DUPLICATE, OVERLAP, REDUNDANT, SHARE_CAP, BUDGET, READ_LIMIT)
 # A facet stops adding value once this many reads cover it: a second read
 # that says the same thing from elsewhere corroborates; a third mostly repeats.
 DEPTH = 2
+# A candidate that only corroborates (every facet of it is covered once) is
+# redundant too when that is worth at most 1/WORTH of what the first read
+# added: the tail of a long goal's common words.
+WORTH = 4
 
 FACET_NOT_FOUND = "facet_not_found"
 BUDGET_EXHAUSTED = "budget_exhausted"
@@ -140,6 +144,7 @@ def choose(
     selection = Selection(candidates=len(candidates))
     depth: Counter[int] = Counter()
     full: set[int] = set()  # facets covered DEPTH times
+    first_value = 0  # what the first read added
     per_path: Counter[str] = Counter()
     texts: set[bytes] = set()
     dropped: dict[int, list[str]] = {index: [] for index in range(n_facets)}
@@ -158,7 +163,11 @@ def choose(
                 drop(candidate, DUPLICATE)
             elif any(_overlaps(doc, read.doc) for read in selection.reads):
                 drop(candidate, OVERLAP)
-            elif candidate.value(full) == 0:
+            elif candidate.value(full) == 0 or (
+                # Corroboration only: every facet of it is covered once already.
+                all(depth[index] for index in candidate.facets)
+                and candidate.value(full) * WORTH <= first_value
+            ):
                 drop(candidate, REDUNDANT)
             elif per_path[doc.path] >= per_file:
                 drop(candidate, SHARE_CAP)
@@ -182,6 +191,8 @@ def choose(
             drop(best, BUDGET)
             continue
         fit.add(best.doc)
+        if not selection.reads:
+            first_value = best.value(full)
         selection.reads.append(best)
         for index in best.facets:
             depth[index] += 1

@@ -44,5 +44,6 @@ def tokens(text: str) -> list[str]:
 
 
 def content_terms(text: str) -> list[str]:
-    """The tokens of ``text`` that are not stop words, in order, repeats kept."""
-    return [term for term in tokens(text) if term not in STOPWORDS]
+    """The tokens of ``text`` that are not stop words, in order, repeats kept; a
+    single letter or digit is never one (``8-read`` is about reads)."""
+    return [term for term in tokens(text) if len(term) > 1 and term not in STOPWORDS]

@@ -14,7 +14,8 @@ from governance.output import print_json, printable
 HELP = "propose required_reads for a goal (model-free, deterministic)"
 
 DESCRIPTION = (
-    "Propose required_reads for GOAL from the tracked Markdown at a commit: every heading "
+    "Propose required_reads for GOAL from the tracked Markdown at a commit (outside "
+    "packets/ unless --paths says otherwise): every heading "
     "section and every small whole file is ranked by BM25 against the goal's facets "
     "(quoted phrases, both sides of 'X vs Y' and 'compare A and B', runs of capitalised "
     "words, then the other content words), and reads are chosen by new facet coverage per "
