@@ -173,3 +173,16 @@ def test_without_the_flag_audit_is_unchanged(cli, trusted: Repo) -> None:
     result = cli(["audit", "--json"], cwd=trusted.path)
     assert result.code == 0
     assert "signatures" not in json.loads(result.out)
+
+
+def test_signatures_are_found_beside_records_at_other_paths(cli, trusted: Repo, keys) -> None:
+    path = record(cli, trusted)
+    _sign(cli, trusted, path, keys["alice"])
+    copy = "evidence/copy.json"
+    trusted.write(copy, (trusted.path / path).read_bytes())
+    trusted.write(f"{copy}.sig", (trusted.path / f"{path}.sig").read_bytes())
+    trusted.commit("a copy of the record and its signature")
+    code, document = _audit(cli, trusted, "--paths", "evidence/*.json")
+    assert code == 1  # the copy is not evidence where it is (record_misplaced)
+    assert [row["code"] for row in document["results"]] == ["record_misplaced"]
+    assert _statuses(document) == {copy: "signed"}

@@ -228,7 +228,9 @@ def run(args: argparse.Namespace) -> int:
         from governance.history.signed_audit import audit_signatures  # noqa: PLC0415 (defers pygit2, tempfile, subprocess)
 
         found = [(row.path, row.blob_id) for row in report.rows]
-        signatures = audit_signatures(repo, where, found, signers_at=args.signers_at)
+        signatures = audit_signatures(
+            repo, where, found, signers_at=args.signers_at, paths=report.paths
+        )
     if args.json:
         document = report.to_json()
         if signatures is not None:

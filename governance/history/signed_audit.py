@@ -21,7 +21,7 @@ from governance.core.snapshot import Snapshot
 from governance.errors import SIGNATURE_WITHOUT_RECORD, SourceError
 from governance.history.globs import PathGlobs
 from governance.history.ranges import Range, parse_range
-from governance.history.records import SIGNATURES_GLOB, signature_path, signed_record
+from governance.history.records import RECORDS_GLOB, signature_path, signed_record
 from governance.history.signatures import (
     SIGNED,
     SignatureCheck,
@@ -117,9 +117,10 @@ def audit_signatures(
     records: list[tuple[str, str]],
     *,
     signers_at: str | None = None,
+    paths: tuple[str, ...] = (RECORDS_GLOB,),
 ) -> SignatureReport:
     """Check the signature of each ``(path, blob)`` of ``records`` (the record
-    versions an audit found) that is still at ``where``'s tip."""
+    versions an audit found at ``paths``) that is still at ``where``'s tip."""
     if where.tip is None:
         return SignatureReport(None, ())
     trusted_id = trusted_revision(repo, where, signers_at)
@@ -127,7 +128,9 @@ def audit_signatures(
     signers: Signers = load_signers(Snapshot.at(repo, trusted_id, check_worktree=False))
     tip = Snapshot.at(repo, where.tip, check_worktree=False)
     # Which commit brought in each .sig: the tip's whole history, not just the range.
-    found = find_records(repo, parse_range(repo, where.tip), PathGlobs([SIGNATURES_GLOB]))
+    # A record's signature is its path and ".sig": so are the globs that find them.
+    globs = PathGlobs([signature_path(pattern) for pattern in paths])
+    found = find_records(repo, parse_range(repo, where.tip), globs)
     introduced = {(v.path, v.blob_id): v.introduced for v in found.versions}
     before = _Before(repo)
     rows: list[SignatureRow] = []
@@ -139,8 +142,14 @@ def audit_signatures(
         at_tip.add(path)
         signature = _blob(tip, signature_path(path))
         commit_id = introduced.get((signature_path(path), signature[0])) if signature else None
-        if signature is None or commit_id is None:
+        if signature is None:
             result = check_signature(current[1], None, signers, when=datetime.now(UTC))
+        elif commit_id is None:
+            # Not found by the walk (cannot happen for a .sig at the tip): no commit
+            # shows the key was trusted before it, so it is not.
+            result = check_signature(
+                current[1], signature[1], signers, when=datetime.now(UTC), listed_before=frozenset()
+            )
         else:
             commit = repo[commit_id]
             assert isinstance(commit, pygit2.Commit)
