@@ -32,7 +32,7 @@ COMMANDS: Mapping[str, str] = {
     "continuation": "check that two fresh agents given only a capsule reach the same decision",
     "sign": "sign capsule records with an SSH key (writes RECORD.sig beside each)",
     "render": "print a capsule as Markdown for a model (a view; the JSON stays the authority)",
-    "mcp": "serve build, verify, replay, check, outline and list_packets to an agent over MCP",
+    "mcp": "serve capsules to an agent over MCP (build, verify, replay, check, suggest, ...)",
     "cgp": "serve capsule parts as Context Graph Protocol frames (NDJSON over stdio)",
     "suggest": "propose required_reads for a goal (model-free, deterministic)",
     "new": "write packets/<ID>/packet.yml and context.md for a goal (never overwrites)",

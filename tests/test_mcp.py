@@ -25,7 +25,7 @@ from governance.core.reader import read_capsule
 from support.gitrepo import Repo, Result, packet_yaml
 from support.history import forge_target
 
-TOOLS = {"list_packets", "outline", "build", "verify", "replay", "check"}
+TOOLS = {"list_packets", "outline", "suggest", "build", "verify", "replay", "check"}
 P1 = "packets/P-1/packet.yml"
 
 
@@ -121,6 +121,29 @@ def test_outline_names_each_heading_with_its_locator(repo: Repo) -> None:
         "docs/roadmap.md#phase-2",
     ]
     error(call(repo, "outline", {"path": "docs/absent.md"}), "source_missing")
+
+
+# suggest
+
+
+def test_suggest_answers_what_the_cli_prints(repo: Repo, cli: Callable[..., Result]) -> None:
+    goal = "second phase nested details"
+    result = call(repo, "suggest", {"goal": goal, "max_reads": 2})
+    value = ok(result)
+    printed = cli(["suggest", goal, "--max-reads", "2", "--json"], cwd=repo.path)
+    assert printed.code == 0, printed.err
+    assert value == json.loads(printed.out)
+    assert value["reads"], "the roadmap's phase 2 matches the goal"
+    assert result.content[0].text.startswith("required_reads:\n  - ")
+    assert value["reads"][0]["locator"] in result.content[0].text
+
+
+def test_suggest_errors(repo: Repo) -> None:
+    error(call(repo, "suggest", {"goal": "the of and"}), "goal_empty")
+    error(call(repo, "suggest", {"goal": "phase", "budget": 0}), "usage")
+    error(call(repo, "suggest", {"goal": "phase", "paths": ["../*.md"]}), "invalid_glob")
+    error(call(repo, "suggest", {"goal": "phase", "at": "main"}), "invalid_revision")
+    error(call(repo, "suggest", {}), "invalid_arguments")
 
 
 # build

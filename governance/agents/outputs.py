@@ -119,3 +119,28 @@ class OutlineOut(_Closed):
     estimated_tokens: int
     lines: int
     headings: list[OutlineHeading]
+
+
+class SuggestedRead(_Closed):
+    locator: str
+    path: str
+    heading: str | None
+    lines: list[int]
+    bytes: int
+    estimated_tokens: int
+    facets: list[str] = Field(description="the goal's facets this read covers")
+    score: float
+
+
+class SuggestOut(_Closed):
+    algorithm: str
+    stopwords: str
+    goal: str
+    commit: str
+    facets: list[dict[str, Any]]
+    reads: list[SuggestedRead] = Field(description="the proposed required_reads, in order")
+    coverage: dict[str, Any]
+    omissions: dict[str, Any]
+    corpus: dict[str, Any]
+    limits: dict[str, int]
+    capsule: dict[str, Any] = Field(description="the draft packet's capsule size, or its error")

@@ -3,6 +3,7 @@ line per item for the model (``build`` answers with the capsule's view)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from governance.agents.render import render_markdown
@@ -68,4 +69,24 @@ def outline_text(value: dict[str, Any]) -> str:
                 f"{h['lines'][0]}-{h['lines'][1]}, ~{h['estimated_tokens']} tokens  -> {where}"
             )
         )
+    return "\n".join(lines)
+
+
+def suggest_text(value: dict[str, Any]) -> str:
+    reads = value["reads"]
+    lines = ["required_reads:" + ("" if reads else " []")]
+    for read in reads:
+        first, last = read["lines"]
+        lines.append(
+            printable(
+                f"  - {json.dumps(read['locator'], ensure_ascii=False)}  # lines {first}-{last}, "
+                f"~{read['estimated_tokens']} tokens; covers {', '.join(read['facets'])}"
+            )
+        )
+    unresolved = value["coverage"]["unresolved"]
+    if unresolved:
+        gaps = ", ".join(f"{u['facet']} ({u['gap']})" for u in unresolved)
+        lines.append(printable(f"coverage: incomplete; unresolved: {gaps}"))
+    else:
+        lines.append(f"coverage: complete, all {len(value['facets'])} facets covered")
     return "\n".join(lines)

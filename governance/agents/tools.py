@@ -240,6 +240,30 @@ def outline(ws: Workspace, path: str, at: str = "HEAD") -> dict[str, Any]:
     return outline_of(snapshot, ws.relative(path)).to_json()
 
 
+def suggest(
+    ws: Workspace,
+    goal: str,
+    *,
+    at: str = "HEAD",
+    paths: list[str] | None = None,
+    max_reads: int | None = None,
+    budget: int | None = None,
+) -> dict[str, Any]:
+    """``capsule suggest --json``: proposed required_reads for ``goal`` at ``at``,
+    with their coverage of the goal's facets and what was left out."""
+    from governance.authoring.suggest import Options  # noqa: PLC0415 (defers PyYAML)
+    from governance.authoring.suggest import suggest as suggest_reads  # noqa: PLC0415 (defers PyYAML)
+    from governance.authoring.template import Draft  # noqa: PLC0415 (defers PyYAML)
+
+    if budget is not None and budget < 1:
+        raise UsageError("budget must be at least 1 token", code=errors.USAGE)
+    options = Options(paths=tuple(paths or ()), max_reads=max_reads, budget=budget)
+    snapshot = Snapshot.at(ws.repo, at, check_worktree=False)
+    snapshot.cache = ws.cache
+    draft = Draft.make(goal, snapshot.commit_id, target_tokens=budget)
+    return suggest_reads(snapshot, draft, options)
+
+
 def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) -> dict[str, Any]:
     """Every reason the named packets (or all of them) would not build at HEAD."""
     if all == bool(packets):

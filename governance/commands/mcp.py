@@ -11,7 +11,7 @@ from governance.commands._args import EXIT_CODES
 from governance.errors import UsageError
 from governance.output import err
 
-HELP = "serve build, verify, replay, check, outline and list_packets to an agent over MCP"
+HELP = "serve capsules to an agent over MCP (build, verify, replay, check, suggest, ...)"
 
 
 def register(sub: Any) -> None:
@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
         description=(
             "Run an MCP server on stdio (the optional extra: pip install "
             "'git-capsule[mcp]') for the repository at --repo (default: the one around the "
-            "cwd), fixed when it starts. Tools: list_packets, outline, build, verify, "
+            "cwd), fixed when it starts. Tools: list_packets, outline, suggest, build, verify, "
             "replay, check; each has a closed input schema and a declared output schema, "
             "answers with structured content and a text for the model (build: the capsule's "
             "Markdown view), and reports every error as a tool error with its stable code. "
