@@ -4,7 +4,7 @@ through the guarded runner, the ``--json`` flag and the exit-code epilog."""
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from governance.errors import UsageError
 
@@ -26,6 +26,21 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}", code="usage")
+
+
+def add_command(
+    sub: Any, name: str, help: str, description: str, *, epilog: str = EXIT_CODES
+) -> argparse.ArgumentParser:
+    """The subcommand ``name`` with its help line, its description and the
+    preformatted epilog (exit codes by default), kept as written."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from governance.commands._args import add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.core.words import plural
 from governance.errors import UsageError
 from governance.history.records import RECORDS_GLOB
@@ -75,10 +75,11 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "audit",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Walk the commits of REV_RANGE with pygit2, find every version of every capsule "
             "record (files matching --paths), and replay each distinct record blob once at "
             "its declared commit, as `capsule replay` does: git objects only, no checkout, no "
@@ -90,7 +91,6 @@ def register(sub: Any) -> None:
             "otherwise). Progress goes to stderr when it is a terminal."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("range", metavar="REV_RANGE", nargs="?", help="REV or A..B (default: HEAD)")
     parser.add_argument(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.output import err, print_json, write_atomic
 
 HELP = "compile a packet into a canonical context capsule"
@@ -20,10 +20,11 @@ def _exact(data: bytes) -> dict[str, Any]:
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "build",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Compile PACKET (packets/<ID>/packet.yml) at an exact commit into one canonical "
             "JSON capsule: the packet and its context.md whole, every required read's exact "
             "bytes, their commit and SHA-256 hashes, and the policy in force. The budget is "
@@ -33,8 +34,6 @@ def register(sub: Any) -> None:
             "record must hold the same bytes, or the build fails with record_conflict (exit 2) "
             "and the file is left untouched."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("packet", metavar="PACKET", help="path to packets/<ID>/packet.yml")
     parser.add_argument(

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from governance.commands._args import add_command
+
 HELP = "serve capsule parts as Context Graph Protocol frames (NDJSON over stdio)"
 
 EPILOG = """\
@@ -21,10 +23,11 @@ exit codes:
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "cgp",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Run a Context Graph Protocol (contextgraph/1) provider over stdio: one JSON "
             "envelope per line in, one per line out. After the handshake, a query anchored on "
             'a packet (anchors: ["capsule://packets/<ID>"]) returns the parts of that '
@@ -37,7 +40,6 @@ def register(sub: Any) -> None:
             "writes nothing; sends nothing anywhere but stdout. See docs/cgp.md."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--repo",

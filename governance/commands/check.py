@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.core.overlap import Overlap
 from governance.core.words import plural
 from governance.errors import UsageError
@@ -16,10 +16,11 @@ HELP = "report every reason packets would not build (emits nothing)"
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "check",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Build each PACKET (or, with --all, every packets/<ID>/packet.yml) without "
             "emitting a capsule, and report every failure, not only the first: one line per "
             "failure on stdout, 'path: locator: code: what to do', and a summary on stderr. "
@@ -28,8 +29,6 @@ def register(sub: Any) -> None:
             "the exit code is the one build exits with for the first failing packet (the "
             "failure build meets first, which need not be the first listed)."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "packets", nargs="*", metavar="PACKET", help="path to packets/<ID>/packet.yml"

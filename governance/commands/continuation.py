@@ -7,7 +7,7 @@ import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from governance.commands._args import add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.continuation import DEFAULT_TIMEOUT, MAX_TIMEOUT, prompt
 from governance.output import err, out, print_json, warn
 
@@ -53,18 +53,20 @@ def _wrap(text: str) -> str:
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "continuation",
-        help=HELP,
-        description=_wrap(
-            "The continuation proof: a capsule is good enough to hand over when two "
-            "agents that have never seen the work, each given only the capsule, reach "
-            "the same decision (continue, or blocked). 'run' starts the two agents "
-            "itself and then verifies; 'verify' checks two result files; 'prompt' "
-            "prints the instruction text an agent adapter gives its model."
+        HELP,
+        (
+            _wrap(
+                "The continuation proof: a capsule is good enough to hand over when two "
+                "agents that have never seen the work, each given only the capsule, reach "
+                "the same decision (continue, or blocked). 'run' starts the two agents "
+                "itself and then verifies; 'verify' checks two result files; 'prompt' "
+                "prints the instruction text an agent adapter gives its model."
+            )
         ),
         epilog=CHECKS,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(
         dest="continuation_command",

@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.output import err, out, print_json
 
 HELP = "write a commented default policy and an example packet (never overwrites)"
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "init",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Write policies/capsule.yml (the default policy, a comment per value) and one "
             "example packet, packets/EXAMPLE-1/packet.yml with its context.md, at the root of "
             "the work tree. The example reads README.md whole when it is committed, clean "
@@ -25,8 +26,6 @@ def register(sub: Any) -> None:
             "of it is a link or a file), nothing is written and it exits 2 (file_exists), "
             "naming each."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_json_flag(parser)
     parser.set_defaults(run=run)

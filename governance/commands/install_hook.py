@@ -6,17 +6,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.output import err, print_json
 
 HELP = "write git pre-commit and pre-merge-commit hooks that run the capsule guards"
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "install-hook",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "For repositories that do not use the pre-commit framework: write the "
             "repository's pre-commit and pre-merge-commit hooks (in core.hooksPath when it "
             "is set, else in the git dir's hooks folder; git commits a merge without "
@@ -26,8 +27,6 @@ def register(sub: Any) -> None:
             "no-op; when either hook exists and differs, nothing is written unless --force "
             "is given."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--force", action="store_true", help="replace existing, different hooks")
     add_json_flag(parser)

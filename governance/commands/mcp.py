@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from governance import errors
-from governance.commands._args import EXIT_CODES
+from governance.commands._args import add_command
 from governance.errors import UsageError
 from governance.output import err
 
@@ -17,10 +17,11 @@ HELP = "serve capsules to an agent over MCP (build, verify, replay, check, sugge
 def register(sub: Any) -> None:
     from governance.agents.mcpconfig import CLIENTS  # noqa: PLC0415 (defers json)
 
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "mcp",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Run an MCP server on stdio (the optional extra: pip install "
             "'git-capsule[mcp]') for the repository at --repo (default: the one around the "
             "cwd), fixed when it starts. Tools: list_packets, outline, suggest, build, verify, "
@@ -33,8 +34,6 @@ def register(sub: Any) -> None:
             "record argument. --print-config CLIENT prints the snippet registering the "
             "server with that client, with absolute paths, and writes nothing."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--repo",

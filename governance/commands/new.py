@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from governance.authoring.template import Draft
-from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.commands.suggest import add_options, options, report
 from governance.errors import NO_WORKING_TREE, UsageError
 from governance.output import print_json, printable
@@ -17,18 +17,17 @@ HELP = "write packets/<ID>/packet.yml and context.md for a goal (never overwrite
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "new",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Write packets/<ID>/packet.yml and packets/<ID>/context.md in the working tree: "
             "the goal, a title and an objective, and the required_reads 'capsule suggest' "
             "proposes for the goal at --at (none when nothing matches, and it says so). "
             "Commit both files and 'capsule build' of the packet succeeds. Never overwrites "
             "a file: if either exists, nothing is written (file_exists, exit 2)."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "id", metavar="ID", help="the packet id: a letter or digit, then letters, digits, . _ -"

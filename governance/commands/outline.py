@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.core.words import plural
 from governance.output import err, out, print_json, printable
 
@@ -13,10 +13,11 @@ HELP = "list every heading of a Markdown file with its selector, lines and cost"
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "outline",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Print every heading of PATH, a tracked Markdown file, at an exact commit, as a "
             "tree: its lines, what its section costs (bytes of the section, estimated tokens "
             "= ceil(bytes / 3)), the heading, and the locator that names it in "
@@ -27,8 +28,6 @@ def register(sub: Any) -> None:
             "fails closed. With --json, the same as a list, each heading with its depth and "
             "parent index."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", metavar="PATH", help="the Markdown file, as typed from the cwd")
     parser.add_argument(

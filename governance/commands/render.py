@@ -6,17 +6,18 @@ import argparse
 import sys
 from typing import Any
 
-from governance.commands._args import EXIT_CODES
+from governance.commands._args import add_command
 from governance.output import printable, write_atomic
 
 HELP = "print a capsule as Markdown for a model (a view; the JSON stays the authority)"
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "render",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Check CAPSULE with verify's pre-checks (canonical bytes, schema, internal "
             "hashes, budget numbers; exit 2 when it fails them), then print a deterministic "
             "Markdown view: packet id, commit, the capsule's sha256, the question, the trust "
@@ -27,8 +28,6 @@ def register(sub: Any) -> None:
             "cannot open a fence or inject markup. On a terminal every line is shown with "
             "control characters escaped; a pipe or --output gets the exact bytes."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("capsule", metavar="CAPSULE", help="the capsule (or record) JSON file")
     parser.add_argument(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from governance.commands._args import add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.errors import UsageError
 from governance.history.records import is_record_path
 from governance.output import err, out, print_json, printable
@@ -39,10 +39,11 @@ errors carry a stable code; with --json they are printed on stdout as
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "replay",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Check CAPSULE on its own first (known schema, canonical bytes, internal "
             "hashes; exit 2), then rebuild it with the trusted capsule/1 builder from the "
             "packet, context, policy and sources of its declared commit, read straight from "
@@ -51,7 +52,6 @@ def register(sub: Any) -> None:
             "path that differs (for example reads[2].text or budget.bytes)."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("capsule", metavar="CAPSULE", help="the capsule (or record) JSON file")
     parser.add_argument(

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from governance.commands._args import add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.errors import CapsuleError
 from governance.history.records import signature_path
 from governance.history.signers import parse_signature
@@ -27,10 +27,11 @@ errors carry a stable code; with --json they are printed on stdout as
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "sign",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Sign each RECORD's exact bytes with ssh-keygen -Y sign in the namespace "
             "git-capsule-record, and write the armored signature to RECORD.sig beside it "
             "(atomically; an older signature is replaced). Every record must pass the "
@@ -40,7 +41,6 @@ def register(sub: Any) -> None:
             "anywhere else. Check signatures with capsule audit --require-signatures."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("records", nargs="+", metavar="RECORD", help="a capsule record file")
     parser.add_argument(

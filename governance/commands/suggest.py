@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from governance.authoring.template import Draft, quoted
-from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.errors import USAGE, UsageError
 from governance.output import print_json, printable
 
@@ -29,13 +29,7 @@ DESCRIPTION = (
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "suggest",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(sub, "suggest", HELP, (DESCRIPTION))
     add_options(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)

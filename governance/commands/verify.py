@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from governance.commands._args import EXIT_CODES, add_json_flag
+from governance.commands._args import add_command, add_json_flag
 from governance.output import err, out, print_json, printable
 
 HELP = "check a capsule's parts against a commit (never rewrites it)"
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "verify",
-        help=HELP,
-        description=(
+        HELP,
+        (
             "Check CAPSULE first on its own (canonical bytes, schema, internal hashes, "
             "budget numbers; exit 2 when it is corrupt), then every part at the capsule's own "
             "commit, where any difference means it was altered (capsule_corrupt; a commit "
@@ -28,8 +29,6 @@ def register(sub: Any) -> None:
             "or intact, 1 when any is stale or missing; with --strict, 1 on any change. "
             "Reads committed objects only; the capsule file is never rewritten."
         ),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("capsule", metavar="CAPSULE", help="the capsule JSON file")
     parser.add_argument(
