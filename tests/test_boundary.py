@@ -179,3 +179,16 @@ def test_every_import_inside_a_function_says_what_cost_it_defers() -> None:
         if "noqa: PLC0415" in line and not re.search(r"noqa: PLC0415 \([^)]{4,}\)", line)
     ]
     assert bare == []
+
+
+def test_commands_print_lines_only_through_output() -> None:
+    # output.out and output.err make every human-readable line printable; a
+    # bare print() in a command would let repository text reach the terminal raw.
+    found = [
+        f"governance/{path.relative_to(PACKAGE).as_posix()}:{line}: use governance.output.out "
+        "or err instead of print()"
+        for path in [PACKAGE / "cli.py", *sorted((PACKAGE / "commands").glob("*.py"))]
+        for line, what in _writes_or_exits(ast.parse(path.read_text(encoding="utf-8")))
+        if what == "print"
+    ]
+    assert found == [], "\n".join(found)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ from governance.authoring.template import Draft
 from governance.commands._args import add_command, add_json_flag
 from governance.commands.suggest import add_options, options, report
 from governance.errors import NO_WORKING_TREE, UsageError
-from governance.output import print_json, printable
+from governance.output import err, print_json
 
 HELP = "write packets/<ID>/packet.yml and context.md for a goal (never overwrites)"
 
@@ -74,18 +73,15 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    _, err = report(written.suggestion)
-    for line in err:
-        print(line, file=sys.stderr)
+    _, notes = report(written.suggestion)
+    for line in notes:
+        err(line)
     if reads:
         what = f"with {len(reads)} suggested reads"
     else:
         what = "with no reads: no section of the tracked Markdown matched the goal"
-    print(
-        printable(
-            f"capsule: wrote {written.packet_path} and {written.context_path} {what}; review "
-            f"them, commit, then: capsule build {written.packet_path}"
-        ),
-        file=sys.stderr,
+    err(
+        f"capsule: wrote {written.packet_path} and {written.context_path} {what}; review "
+        f"them, commit, then: capsule build {written.packet_path}"
     )
     return 0

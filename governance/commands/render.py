@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from governance.commands._args import add_command
-from governance.output import printable, write_atomic
+from governance.output import out, write_atomic
 
 HELP = "print a capsule as Markdown for a model (a view; the JSON stays the authority)"
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         write_atomic(args.output, view.encode("utf-8"))
     elif sys.stdout.isatty():
         for line in view.splitlines():
-            print(printable(line))
+            out(line)
     else:
         sys.stdout.buffer.write(view.encode("utf-8"))
         sys.stdout.flush()

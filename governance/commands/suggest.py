@@ -9,7 +9,7 @@ from typing import Any
 from governance.authoring.template import Draft, quoted
 from governance.commands._args import add_command, add_json_flag
 from governance.errors import USAGE, UsageError
-from governance.output import print_json, printable
+from governance.output import err, out, print_json, printable
 
 HELP = "propose required_reads for a goal (model-free, deterministic)"
 
@@ -89,12 +89,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
         return 0
-    out, err = report(result)
-    for line in out:
-        print(line)
+    lines, notes = report(result)
+    for line in lines:
+        out(line)
     sys.stdout.flush()
-    for line in err:
-        print(line, file=sys.stderr)
+    for line in notes:
+        err(line)
     return 0
 
 
