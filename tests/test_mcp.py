@@ -533,3 +533,30 @@ def test_regression_a_repository_without_commits_still_gets_a_server(tmp_path: P
         return await client.list_resources()
 
     assert talk(empty, body).resources == []
+
+
+def test_print_config_of_a_hostile_repository_path_is_escaped_and_exact(
+    repo: Repo, tmp_path: Path
+) -> None:
+    # A folder name may hold an escape, a C1 CSI, a bidi override and DEL: the
+    # snippet reaches the terminal as printable ASCII, and each client still
+    # reads the path back exactly (JSON and TOML both take \u escapes).
+    hostile = tmp_path / "clone\x1b[2J\u009b31m\u202egnp.\x7fend"
+    repo.path.rename(hostile)
+    command = [sys.executable, "-m", "governance", "mcp", "--repo", str(hostile)]
+    for client in ("claude-code", "cursor", "codex"):
+        done = subprocess.run(
+            [*command, "--print-config", client],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        for line in done.stdout.splitlines():
+            assert line.isascii(), (client, line)
+            assert line.isprintable(), (client, line)
+        if client == "codex":
+            args = tomllib.loads(done.stdout)["mcp_servers"]["git-capsule"]["args"]
+        else:
+            args = json.loads(done.stdout)["mcpServers"]["git-capsule"]["args"]
+        assert args[-3:] == ["mcp", "--repo", str(hostile.resolve())]

@@ -31,10 +31,17 @@ def server_command(repo_root: str, *, enable_write: bool = False) -> list[str]:
     return command
 
 
+def _ascii(json_text: str) -> str:
+    # Printable ASCII only, so a hostile folder name (an escape, a C1 control, a
+    # bidi override) cannot act on the terminal the snippet is printed to: JSON
+    # escapes all but DEL, which only a string can hold here.
+    return json_text.replace("\x7f", "\\u007f")
+
+
 def _toml_string(text: str) -> str:
-    # A JSON string is a TOML basic string: the same escapes for quote,
-    # backslash and control characters.
-    return json.dumps(text, ensure_ascii=False)
+    # A JSON string with \u escapes is a TOML basic string: the same escapes for
+    # quote, backslash, control and non-ASCII characters.
+    return _ascii(json.dumps(text))
 
 
 def snippet(client: str, command: list[str]) -> str:
@@ -47,4 +54,4 @@ def snippet(client: str, command: list[str]) -> str:
     entry: dict[str, object] = {"command": command[0], "args": command[1:]}
     if client == "claude-code":
         entry = {"type": "stdio", **entry}
-    return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2, ensure_ascii=False) + "\n"
+    return _ascii(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2)) + "\n"
