@@ -106,7 +106,12 @@ def agent_python() -> str:
     for candidate in dict.fromkeys(c for c in candidates if c):
         if _agent_can_run([candidate, "-c", "import hashlib, json, os, sys"]):
             return candidate
-    pytest.skip("no python3 that the unprivileged agent user can execute")
+    # Never a skip: CI runs as root, and .ci/run installs a system python3 when
+    # the only one is private (a venv or pyenv under a home the agent cannot enter).
+    pytest.fail(
+        "no python3 that the unprivileged agent user can execute: install one outside "
+        f"private homes on {SYSTEM_PATH} (Debian: apt-get install python3)"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -602,7 +607,7 @@ def _on_a_terminal(argv: list[str], **options: object) -> subprocess.CompletedPr
     try:
         controller, terminal = pty.openpty()
     except OSError as exc:
-        pytest.skip(f"no pseudo-terminal to run the runner on: {exc}")
+        pytest.fail(f"no pseudo-terminal to run the runner on (is /dev/pts mounted?): {exc}")
 
     def take_terminal() -> None:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
