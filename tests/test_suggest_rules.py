@@ -75,6 +75,16 @@ def test_bm25_term_score_is_the_formula_floored() -> None:
             [("name", "kubernetes enhancement proposals"), ("word", "name"), ("word", "owners")],
         ),
         ("Budget checks", [("word", "budget"), ("word", "checks")]),
+        (
+            "How does the pre-commit hook stop an 8-read build",
+            [
+                ("compound", "pre commit"),
+                ("compound", "8 read"),
+                ("word", "hook"),
+                ("word", "stop"),
+                ("word", "build"),
+            ],
+        ),
         ("the audit of the audit", [("word", "audit")]),
     ],
 )

@@ -1,7 +1,8 @@
 """Facets of a goal, by rules and without a model: quoted phrases, the two
-sides of "X vs Y" and "compare A and B", runs of capitalised words, then the
-remaining content words. A section covers a facet when it holds every term of
-it (a phrase: its tokens in a row)."""
+sides of "X vs Y" and "compare A and B", runs of capitalised words, hyphenated
+compounds ("pre-commit"), then the remaining content words. A section covers
+a facet when it holds every term of it (a phrase or a compound: its tokens in
+a row)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ MAX_FACETS = 16
 PHRASE = "phrase"
 SIDE = "side"
 NAME = "name"
+COMPOUND = "compound"
 WORD = "word"
+# Kinds matched as their tokens in a row, stop words too.
+IN_A_ROW = frozenset({PHRASE, COMPOUND})
 
+_COMPOUND = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 _QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201c\u201d]+)\u201d|`([^`]+)`')
 # Words as written (case kept), with where they start; punctuation splits clauses.
 _WORD = re.compile(r"[^\W_]+(?:['\u2019.-][^\W_]+)*")
@@ -44,10 +49,10 @@ def _facet(kind: str, text: str) -> Facet | None:
     if not terms:
         return None
     return Facet(
-        text=" ".join(sequence if kind == PHRASE else terms),
+        text=" ".join(sequence if kind in IN_A_ROW else terms),
         kind=kind,
         terms=terms,
-        sequence=sequence if kind == PHRASE else terms,
+        sequence=sequence if kind in IN_A_ROW else terms,
     )
 
 
@@ -129,6 +134,8 @@ def goal_facets(goal: str) -> list[Facet]:
         for name in _names(clause):
             if len(content_terms(name)) > 1 or content_terms(name)[0] not in claimed:
                 add(NAME, name)
+    for compound in _COMPOUND.findall(rest):
+        add(COMPOUND, compound)
     for term in content_terms(rest):
         if term not in claimed and term not in _VERSUS and term not in _COMPARE:
             add(WORD, term)

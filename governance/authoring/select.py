@@ -13,7 +13,7 @@ from typing import Protocol
 
 from governance.authoring import bm25
 from governance.authoring.corpus import Doc
-from governance.authoring.facets import PHRASE, Facet
+from governance.authoring.facets import IN_A_ROW, Facet
 from governance.authoring.terms import tokens
 
 # A read costs at least this many bytes in the ratio: a three-line section that
@@ -79,7 +79,7 @@ class Selection:
 def _covers(doc: Doc, facet: Facet) -> bool:
     if any(doc.tf.get(term, 0) == 0 for term in facet.terms):
         return False
-    if facet.kind != PHRASE or len(facet.sequence) < 2:
+    if facet.kind not in IN_A_ROW or len(facet.sequence) < 2:
         return True
     found = tokens(doc.text)
     n = len(facet.sequence)

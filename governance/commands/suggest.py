@@ -15,16 +15,17 @@ HELP = "propose required_reads for a goal (model-free, deterministic)"
 
 DESCRIPTION = (
     "Propose required_reads for GOAL from the tracked Markdown at a commit (outside "
-    "packets/ unless --paths says otherwise): every heading "
-    "section and every small whole file is ranked by BM25 against the goal's facets "
-    "(quoted phrases, both sides of 'X vs Y' and 'compare A and B', runs of capitalised "
-    "words, then the other content words), and reads are chosen by new facet coverage per "
-    "byte, the best section of each file first, never two that overlap or repeat, within "
-    "the read limit and the policy's budget as the builder computes it for the packet "
-    "'capsule new' would write. Prints the reads as YAML on stdout, then coverage (each "
-    "unresolved facet with facet_not_found, budget_exhausted, read_limit or overlap) and "
-    "omissions (why each other candidate was left out) on stderr. The same goal, commit "
-    "and options give the same output on every machine. Nothing is written."
+    "packets/ unless --paths says otherwise): every heading section and every small "
+    "whole file is ranked by BM25 against the goal's facets (quoted phrases, both sides "
+    "of 'X vs Y' and 'compare A and B', runs of capitalised words, hyphenated compounds, "
+    "then the other content words), and reads are chosen by new facet coverage per "
+    "byte, the best section of each file first, never two that overlap or repeat, "
+    "within the read limit and the policy's budget as the builder computes it for the "
+    "packet 'capsule new' would write. Prints the reads as YAML on stdout, then "
+    "coverage (each unresolved facet with facet_not_found, budget_exhausted, read_limit "
+    "or overlap) and omissions (why each other candidate was left out) on stderr. The "
+    "same goal, commit and options give the same output on every machine. Nothing is "
+    "written."
 )
 
 
