@@ -54,7 +54,7 @@ def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
 def records_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> GuardReport:
     """Every staged record, and every record among ``filenames``, must be read
     from the index, pass the pre-checks and replay identically."""
-    from governance.history.record_check import check_record  # noqa: PLC0415 (defers PyYAML, json)
+    from governance.guards.record_check import check_record  # noqa: PLC0415 (defers PyYAML, json)
 
     tree = index_tree(repo, open_index(repo))
     staged = staged_changes(repo, tree)

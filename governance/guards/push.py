@@ -19,7 +19,7 @@ from governance.core.snapshot import Snapshot, commit_tree
 from governance.errors import UsageError
 from governance.guards.check import Failure, check_packets, find_packets
 from governance.guards.hooks import GuardReport, stray_failure
-from governance.history.record_check import check_record
+from governance.guards.record_check import check_record
 from governance.history.record_rules import Tips
 from governance.history.records import is_record_path, stray_in_records_folder
 

@@ -1,11 +1,9 @@
 """Capsules over time: where records live and the record rules (``records``,
 ``record_rules``), replay at a declared commit (``replay``), and audit as a
 library call (``audit``, over ``ranges``, ``walk``, ``pool`` and ``waivers``);
-the records hook's failure lines (``record_check``); record signatures
-(``signatures``, ``signers``, ``signed_audit``).
+record signatures (``signatures``, ``signers``, ``signed_audit``). The records
+hook words the rules' verdict as failure lines in ``guards.record_check``.
 
-May import: ``governance.core``, ``governance.errors`` and, for the plain
-text helpers, ``governance.output``; ``record_check`` alone also imports
-``governance.guards.check`` (the failure line it words a verdict as).
-Nothing here prints or exits.
+May import: ``governance.core``, ``governance.errors`` and
+``governance.output`` (atomic writes). Nothing here prints or exits.
 """
