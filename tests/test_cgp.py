@@ -23,7 +23,7 @@ from support.gitrepo import Repo, packet_yaml
 ANCHOR = "capsule://packets/P-1"
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-SESSION = Path(__file__).resolve().parents[1] / "docs" / "examples" / "cgp-session.ndjson"
+SESSION = Path(__file__).resolve().parents[1] / "governance" / "examples" / "cgp-session.ndjson"
 
 
 @pytest.fixture

@@ -1323,7 +1323,7 @@ def test_corrupt_capsule_runs_no_agent(cli, capsule: Path, stub) -> None:
 
 # -- the documented adapter, run for real against a stand-in for `llm` -------
 
-ADAPTER = Path(__file__).resolve().parent.parent / "docs" / "examples" / "continuation-llm.sh"
+ADAPTER = Path(__file__).resolve().parent.parent / "governance" / "examples" / "continuation-llm.sh"
 
 # Answers like a chatty model: prose, a code fence, and fields it cannot know.
 # It insists on the exact prompt, to the last byte (its final newline included).

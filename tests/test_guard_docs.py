@@ -3,6 +3,7 @@ page, the failure lines the docs show, and the CI workflow example."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -10,7 +11,6 @@ import pytest
 import test_hooks
 import yaml
 
-from governance import __version__
 from governance.cli import COMMANDS, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +59,10 @@ def test_workflow_audit_shards_cover_the_matrix() -> None:
     shards = audit["strategy"]["matrix"]["shard"]
     assert shards == list(range(1, len(shards) + 1))
     assert audit["strategy"]["fail-fast"] is False
+    # The matrix is the shard list alone, so strategy.job-total is its length.
+    assert list(audit["strategy"]["matrix"]) == ["shard"]
     [command] = [r for r in runs(audit) if r.startswith("capsule audit")]
-    assert command == f"capsule audit --shard ${{{{ matrix.shard }}}}/{len(shards)}"
+    assert command == "capsule audit --shard ${{ matrix.shard }}/${{ strategy.job-total }}"
     # Records replay at their own commits: the whole history must be fetched.
     checkout = next(s for s in audit["steps"] if s.get("uses", "").startswith("actions/checkout"))
     assert checkout["with"]["fetch-depth"] == 0
@@ -70,7 +72,8 @@ def test_workflow_commands_parse() -> None:
     parsed = 0
     for job in workflow()["jobs"].values():
         for command in runs(job):
-            argv = shlex.split(command.replace("${{ matrix.shard }}", "1"))
+            filled = command.replace("${{ matrix.shard }}", "1")
+            argv = shlex.split(filled.replace("${{ strategy.job-total }}", "4"))
             if argv[0] != "capsule":
                 continue
             assert argv[1] in COMMANDS
@@ -79,7 +82,35 @@ def test_workflow_commands_parse() -> None:
     assert parsed == 2
 
 
-def test_workflow_pins_this_version() -> None:
+def test_workflow_installs_git_capsule_pinned_by_commit_id() -> None:
+    # Issue 9 item 16: never a package name anyone could register, never a tag.
+    env = workflow()["env"]
+    assert re.fullmatch(r"[0-9a-f]{40}", env["GIT_CAPSULE_COMMIT"])
+    assert env["GIT_CAPSULE_REPO"].startswith("https://")
     installs = [r for job in workflow()["jobs"].values() for r in runs(job) if "pip install" in r]
-    assert installs
-    assert all(r == f"python -m pip install git-capsule=={__version__}" for r in installs)
+    assert len(installs) == 2
+    expected = 'python -m pip install "git-capsule @ git+${GIT_CAPSULE_REPO}@${GIT_CAPSULE_COMMIT}"'
+    assert all(r == expected for r in installs)
+
+
+def test_workflow_actions_are_pinned_by_full_commit_id() -> None:
+    steps = [step for job in workflow()["jobs"].values() for step in job["steps"]]
+    uses = [step["uses"] for step in steps if "uses" in step]
+    assert len(uses) == 4
+    for use in uses:
+        assert re.fullmatch(r"actions/(checkout|setup-python)@[0-9a-f]{40}", use), use
+    # Each pin names its release beside it, for the reader who updates it.
+    for line in WORKFLOW.read_text().splitlines():
+        if "uses: " in line:
+            assert re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), line
+
+
+def test_workflow_checkout_keeps_no_credentials() -> None:
+    checkouts = [
+        step
+        for job in workflow()["jobs"].values()
+        for step in job["steps"]
+        if step.get("uses", "").startswith("actions/checkout@")
+    ]
+    assert len(checkouts) == 2
+    assert all(step["with"]["persist-credentials"] is False for step in checkouts)

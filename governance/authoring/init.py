@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pygit2
 
-from governance import __version__
 from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
 from governance.core.policy import Policy
 from governance.core.snapshot import Snapshot
@@ -26,10 +25,12 @@ README = "README.md"
 README_MAX_BYTES = 24_000
 
 CI_WORKFLOW = "hooks/github-workflow.yml"
+# Where the snippet pins git-capsule: a full commit id, to be replaced by the reviewed one.
+PIN = "0" * 40
 PRE_COMMIT = f"""\
 repos:
   - repo: https://github.com/OWNER/git-capsule
-    rev: v{__version__}
+    rev: {PIN}  # the full commit id you reviewed: a tag can move
     hooks:
       - id: capsule-packets
       - id: capsule-records
