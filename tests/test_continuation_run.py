@@ -1410,7 +1410,7 @@ def test_documented_llm_adapter_refuses_a_duplicate_key(
 
 
 def test_every_option_has_help_and_docs() -> None:
-    docs = (ADAPTER.parent.parent / "continuation.md").read_text()
+    docs = (ADAPTER.parents[2] / "docs" / "continuation.md").read_text()
     continuation = build_parser()._subparsers._group_actions[0].choices["continuation"]
     commands = continuation._subparsers._group_actions[0].choices
     for name, parser in commands.items():
