@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_PACKET ?= packets/GC-003/packet.yml
 
-.PHONY: demo test lint typecheck clean
+.PHONY: demo test lint typecheck tools clean
 
 $(STAMP): pyproject.toml
 	@echo "make: creating $(VENV) and installing git-capsule with its test tools and optional extras" >&2
@@ -25,7 +25,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+# Continuation agents are isolated with bubblewrap (docs/continuation.md), and
+# the tests run it for real: as root (CI), install it when it is missing.
+tools:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	    if [ "$$(id -u)" = 0 ]; then \
+	        echo "make: installing bubblewrap (bwrap) for the continuation isolation tests" >&2; \
+	        apt-get update -qq >&2 && apt-get install -y -qq bubblewrap >&2; \
+	    else \
+	        echo "make: bwrap is missing: install bubblewrap, or the isolation tests fail" >&2; \
+	    fi; \
+	}
+
+test: lint typecheck tools
 	$(BIN)/python -m pytest
 
 clean:

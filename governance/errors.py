@@ -283,6 +283,10 @@ AGENT_USER_UNAVAILABLE = _code("agent_user_unavailable", UsageError)
 PASS_ENV_INVALID = _code("pass_env_invalid", UsageError)
 PASS_ENV_RESERVED = _code("pass_env_reserved", UsageError)
 PASS_ENV_UNSET = _code("pass_env_unset", UsageError)
+# Namespace isolation asked for (--isolation namespaces, --network none) and not
+# to be had here; a --share that would show the current folder or HOME.
+ISOLATION_UNAVAILABLE = _code("isolation_unavailable", UsageError)
+SHARE_REFUSED = _code("share_refused", UsageError)
 # SIGTERM (exit 143) or SIGHUP (exit 129) while the agents ran.
 INTERRUPTED = _code("interrupted", CapsuleError, exit_code=143)
 

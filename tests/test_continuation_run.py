@@ -16,6 +16,7 @@ import json
 import os
 import pty
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -53,6 +54,9 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 # A uid like the runner's dedicated ones: no passwd entry, owns nothing.
 OUTSIDER = 0x6FFFFFF0
 NEEDS_ROOT = "needs root: only root can give agents a dedicated uid"
+# The runner as it is where namespaces cannot be made: dedicated uids, mode bits,
+# cleanup by uid or session. Tests of that machinery ask for it explicitly.
+NOT_ISOLATED = ("--isolation", "none")
 
 # Every stub starts as an honest agent; its tweak (inserted before the final
 # print) is the one way it misbehaves.
@@ -247,11 +251,12 @@ def test_agent_writing_into_its_workspace(cli, capsule: Path, stub, tmp_path: Pa
     code, verdict = run(cli, capsule, "--agent", writer, "--evidence", str(evidence))
     assert code == 1
     assert failing(verdict) == [1]
-    # The write itself was refused (by the OS as root, by the mode bits otherwise).
+    # The write itself was refused (by a read-only mount under isolation, by the
+    # OS as root, by the mode bits otherwise).
     assert "a (agent a): the agent exited with status 1" in reason(verdict, 1)
     agents = json.loads(evidence.read_bytes())["agents"]
     for agent in agents:
-        assert "PermissionError" in agent["stderr_tail"]
+        assert re.search("PermissionError|Read-only file system", agent["stderr_tail"])
         assert agent["workspace"]["after"]["entries"] == []
         assert agent["workspace"]["changed"] is None
 
@@ -282,7 +287,7 @@ def test_agent_hanging_past_the_timeout(cli, capsule: Path, stub, tmp_path: Path
     evidence = tmp_path / "evidence.json"
     started = time.monotonic()
     code, verdict = run(
-        cli, capsule, "--agent", hang, "--timeout", "1", "--evidence", str(evidence)
+        cli, capsule, "--agent", hang, "--timeout", "1", "--evidence", str(evidence), *NOT_ISOLATED
     )
     assert time.monotonic() - started < 15
     assert code == 1
@@ -380,16 +385,20 @@ def test_secret_in_the_runner_environment_never_reaches_the_agent(
     evidence = tmp_path / "evidence.json"
     result = cli(
         ["continuation", "run", str(capsule), "--json", "--agent", reporter,
-         "--pass-env", "CAPSULE_TEST_PASSED", "--evidence", str(evidence)]
+         "--pass-env", "CAPSULE_TEST_PASSED", "--evidence", str(evidence),
+         "--isolation", "namespaces"]
     )  # fmt: skip
     assert result.code == 0
     verdict = json.loads(result.out)
-    for slot, entry in zip("ab", verdict["results"], strict=True):
+    records = json.loads(evidence.read_bytes())["agents"]
+    for slot, entry, record in zip("ab", verdict["results"], records, strict=True):
         seen = json.loads(entry["result"]["rationale"])
-        assert sorted(seen) == [
+        # bwrap sets PWD to the workspace; the runner sets and records it too.
+        assert sorted(seen) == record["env_names"] == [
             "CAPSULE_AGENT_SLOT", "CAPSULE_PROMPT_FILE", "CAPSULE_TEST_PASSED", "HOME", "LANG",
-            "LC_ALL", "PATH",
+            "LC_ALL", "PATH", "PWD",
         ]  # fmt: skip
+        assert (seen["HOME"], seen["PWD"]) == ("/workspace", "/workspace")
         assert seen["CAPSULE_AGENT_SLOT"] == slot
         assert seen["CAPSULE_TEST_PASSED"] == "passed-on-purpose"
         assert (seen["PATH"], seen["LANG"], seen["LC_ALL"]) == (SYSTEM_PATH, "C.UTF-8", "C.UTF-8")
@@ -406,7 +415,7 @@ def test_secret_in_the_runner_environment_never_reaches_the_agent(
 
 # Reads the prompt the runner handed over, and tries to change it three ways.
 PROMPT_READER = """\
-import stat
+import errno, stat
 path = os.environ["CAPSULE_PROMPT_FILE"]
 with open(path, "rb") as handle:
     given = handle.read()
@@ -420,7 +429,7 @@ for name, attempt in (
         attempt()
         tries[name] = "done"
     except OSError as exc:
-        tries[name] = exc.__class__.__name__
+        tries[name] = errno.errorcode[exc.errno]
 mode = stat.S_IMODE(os.stat(path).st_mode)
 result["rationale"] = json.dumps(
     {"sha256": hashlib.sha256(given).hexdigest(), "tries": tries, "mode": oct(mode)}
@@ -428,11 +437,15 @@ result["rationale"] = json.dumps(
 """
 
 
+@pytest.mark.parametrize("isolation", ["namespaces", "none"])
 def test_each_agent_receives_the_prompt_in_a_read_only_file(
-    cli, capsule: Path, stub, tmp_path: Path
+    cli, capsule: Path, stub, tmp_path: Path, isolation: str
 ) -> None:
     evidence = tmp_path / "evidence.json"
-    code, verdict = run(cli, capsule, "--agent", stub(PROMPT_READER), "--evidence", str(evidence))
+    code, verdict = run(
+        cli, capsule, "--agent", stub(PROMPT_READER), "--evidence", str(evidence),
+        "--isolation", isolation,
+    )  # fmt: skip
     assert code == 0, verdict["checks"]
     records = json.loads(evidence.read_bytes())["agents"]
     for entry, record in zip(verdict["results"], records, strict=True):
@@ -441,11 +454,12 @@ def test_each_agent_receives_the_prompt_in_a_read_only_file(
         assert seen["sha256"] == prompt.sha256() == record["input"]["prompt_sha256"]
         assert seen["mode"] == "0o444"
         assert record["input"]["prompt_unchanged"] is True
-        if AS_ROOT:  # the dedicated uid owns neither the file nor its folder
-            assert seen["tries"] == {
-                "write": "PermissionError", "chmod": "PermissionError",
-                "replace": "PermissionError",
-            }  # fmt: skip
+        # Isolated, the prompt folder is a read-only mount; otherwise, as root,
+        # the dedicated uid owns neither the file nor its folder.
+        if isolation == "namespaces":
+            assert set(seen["tries"].values()) <= {"EROFS", "EACCES", "EPERM"}
+        elif AS_ROOT:
+            assert set(seen["tries"].values()) <= {"EACCES", "EPERM"}
     assert verdict["claims"]["prompt"] == "runner_observed"
 
 
@@ -481,12 +495,20 @@ def test_a_changed_or_replaced_prompt_file_is_seen(tmp_path: Path) -> None:
 # -- evidence and what it lets the verdict claim -----------------------------
 
 
+@pytest.mark.parametrize("isolation", ["namespaces", "none"])
 def test_evidence_makes_workspace_claims_runner_observed(
-    cli, capsule: Path, stub, tmp_path: Path
+    cli, capsule: Path, stub, tmp_path: Path, isolation: str
 ) -> None:
+    # Observed by the runner either way; enforced only where it isolated the agents.
+    isolated = isolation == "namespaces"
+    claim = "runner_enforced" if isolated else "runner_observed"
+    names = ["CAPSULE_AGENT_SLOT", "CAPSULE_PROMPT_FILE", "HOME", "LANG", "LC_ALL", "PATH"]
+    names += ["PWD"] if isolated else []
     agent = stub()
     evidence = tmp_path / "evidence.json"
-    code, verdict = run(cli, capsule, "--agent", agent, "--evidence", str(evidence))
+    code, verdict = run(
+        cli, capsule, "--agent", agent, "--evidence", str(evidence), "--isolation", isolation
+    )
     assert code == 0
     data = evidence.read_bytes()
     assert canonical.dumps(json.loads(data)) == data
@@ -497,14 +519,13 @@ def test_evidence_makes_workspace_claims_runner_observed(
     # What "observed" means, in words, in the verdict itself.
     observed = verdict["execution"]["observed"]
     assert observed == [note for a in document["agents"] for note in a["observed"]] + [
-        runner_evidence.NOT_OBSERVED
+        runner_evidence.NOT_ENFORCED if isolated else runner_evidence.NOT_OBSERVED
     ]
     assert "agent a: its workspace was a new, empty directory (mode 0555" in observed[1]
     assert observed[1].endswith("and unchanged (entries, mode, owner, mtime, ctime) after it ended")
     assert observed[2] == (
-        "agent a: its environment held only CAPSULE_AGENT_SLOT, CAPSULE_PROMPT_FILE, HOME, "
-        f"LANG, LC_ALL, PATH; its stdin was the {len(capsule.read_bytes())} capsule bytes; it "
-        "had no controlling terminal"
+        f"agent a: its environment held only {', '.join(names)}; its stdin was the "
+        f"{len(capsule.read_bytes())} capsule bytes; it had no controlling terminal"
     )
     assert observed[3] == (
         f"agent a: it received the capsule (sha256 {sha256_hex(capsule.read_bytes())}) on "
@@ -512,11 +533,31 @@ def test_evidence_makes_workspace_claims_runner_observed(
         f"{len(prompt.TEXT.encode())} bytes of the prompt (sha256 {prompt.sha256()}), the "
         "same bytes after it ended"
     )
-    assert "command lines" in observed[-1]
+    if isolated:
+        assert observed[4].startswith(
+            "agent a: it ran isolated by /usr/bin/bwrap in its own user, mount, pid, ipc, uts "
+            "namespaces: it saw the system folders read-only, its workspace read-only at "
+            "/workspace"
+        )
+        assert "the host's network (loopback and abstract Unix sockets included)" in observed[4]
+        assert document["isolation"] == {
+            "mode": "namespaces", "namespaces": ["user", "mount", "pid", "ipc", "uts"],
+            "network": "host", "tool": "/usr/bin/bwrap", "reason": None, "shared": [],
+        }  # fmt: skip
+        assert "the network" in observed[-1]
+    else:
+        assert observed[4] == (
+            "agent a: it was not isolated in namespaces: --isolation none was given"
+        )
+        assert document["isolation"] == {
+            "mode": "none", "namespaces": [], "network": "host", "tool": None,
+            "reason": "--isolation none was given", "shared": [],
+        }  # fmt: skip
+        assert "command lines" in observed[-1]
     assert verdict["claims"] == {
         "identity": "agent_reported",
-        "fresh_workspace": "runner_observed",
-        "no_prior_context": "runner_observed",
+        "fresh_workspace": claim,
+        "no_prior_context": claim,
         "prompt": "runner_observed",
     }
     assert document["capsule_sha256"] == verdict["capsule"]["sha256"]
@@ -527,9 +568,7 @@ def test_evidence_makes_workspace_claims_runner_observed(
         assert record["exit_status"] == 0
         assert record["timed_out"] is False
         assert record["stdout_sha256"] == result["sha256"]
-        assert record["env_names"] == [
-            "CAPSULE_AGENT_SLOT", "CAPSULE_PROMPT_FILE", "HOME", "LANG", "LC_ALL", "PATH",
-        ]  # fmt: skip
+        assert record["env_names"] == names
         assert record["input"] == {
             "stdin_sha256": verdict["capsule"]["sha256"],
             "stdin_bytes": len(capsule.read_bytes()),
@@ -538,8 +577,11 @@ def test_evidence_makes_workspace_claims_runner_observed(
             "prompt_bytes": len(prompt.TEXT.encode()),
             "prompt_unchanged": True,
         }
-        assert record["input"]["prompt_file"].endswith("/prompt.txt")
-        assert not os.path.exists(record["input"]["prompt_file"])
+        if isolated:  # where the agent saw it
+            assert record["input"]["prompt_file"] == "/run/capsule/prompt.txt"
+        else:
+            assert record["input"]["prompt_file"].endswith("/prompt.txt")
+            assert not os.path.exists(record["input"]["prompt_file"])
         assert record["user"]["privilege_dropped"] is AS_ROOT
         assert record["stdout_truncated"] is False
         assert record["output_held"] == record["left_running"] == record["survivors"] == []
@@ -670,7 +712,7 @@ def test_agent_cannot_read_the_runner_through_proc(capsule: Path, stub, tmp_path
     where = tmp_path / "the-runner-is-here"
     where.mkdir()
     done = subprocess.run(
-        _runner_argv(capsule, "--agent", spy),
+        _runner_argv(capsule, "--agent", spy, *NOT_ISOLATED),
         env=environ,
         cwd=where,
         capture_output=True,
@@ -736,7 +778,9 @@ def test_agents_cannot_read_each_other_through_proc(
         "    time.sleep(0.05)\n"
         'result["rationale"] = "environments read: " + (", ".join(sorted(seen)) or "none")\n'
     )
-    code, verdict = run(cli, capsule, "--agent", spy, "--pass-env", "CAPSULE_TEST_PASSED")
+    code, verdict = run(
+        cli, capsule, "--agent", spy, "--pass-env", "CAPSULE_TEST_PASSED", *NOT_ISOLATED
+    )
     assert code == 0
     assert [r["result"]["rationale"] for r in verdict["results"]] == ["environments read: none"] * 2
 
@@ -781,7 +825,7 @@ def test_signal_to_the_runner_stops_agents_and_removes_workspaces(
         "time.sleep(60)\n"
     )
     process = subprocess.Popen(
-        _runner_argv(capsule, "--agent", hang, "--timeout", "60"),
+        _runner_argv(capsule, "--agent", hang, "--timeout", "60", *NOT_ISOLATED),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -821,7 +865,7 @@ def test_background_child_of_an_agent_that_exited_0_is_killed_and_reported(
     )
     evidence = tmp_path / "evidence.json"
     result = cli(["continuation", "run", str(capsule), "--json", "--agent", leaver,
-                  "--evidence", str(evidence)])  # fmt: skip
+                  "--evidence", str(evidence), *NOT_ISOLATED])  # fmt: skip
     assert result.code == 0
     for agent in json.loads(evidence.read_bytes())["agents"]:
         child = int(agent["stderr_tail"].split()[1])
@@ -867,7 +911,7 @@ def test_processes_left_by_an_agent_die_when_it_ends_not_when_both_do(
         "        time.sleep(0.02)\n"
         '    result["rationale"] = "a\'s child: " + ("gone" if state in (None, "Z") else "alive")\n'
     )
-    code, verdict = run(cli, capsule, "--agent", both)
+    code, verdict = run(cli, capsule, "--agent", both, *NOT_ISOLATED)
     assert code == 0
     assert verdict["results"][1]["result"]["rationale"] == "a's child: gone"
 
@@ -883,7 +927,7 @@ def test_agent_child_that_calls_setsid_is_killed(cli, capsule: Path, stub, tmp_p
         'sys.stderr.write(f"child {child.pid}\\n")\n'
     )
     evidence = tmp_path / "evidence.json"
-    code, _ = run(cli, capsule, "--agent", escaper, "--evidence", str(evidence))
+    code, _ = run(cli, capsule, "--agent", escaper, "--evidence", str(evidence), *NOT_ISOLATED)
     assert code == 0
     for agent in json.loads(evidence.read_bytes())["agents"]:
         child = int(agent["stderr_tail"].split()[1])
@@ -913,7 +957,7 @@ def test_agent_whose_left_behind_process_holds_its_output(
     started = time.monotonic()
     code, verdict = run(
         cli, capsule, "--agent", holder, "--agent-b", stub(name="honest"),
-        "--timeout", "30", "--evidence", str(evidence),
+        "--timeout", "30", "--evidence", str(evidence), *NOT_ISOLATED,
     )  # fmt: skip
     assert time.monotonic() - started < 10
     assert code == 1
@@ -976,8 +1020,9 @@ def test_agent_flooding_stderr_leaves_only_a_tail(cli, capsule: Path, stub, tmp_
     not AS_ROOT, reason=f"{NEEDS_ROOT}; RLIMIT_NPROC counts every process of a uid, so it is "
     "set only for a dedicated one"
 )  # fmt: skip
+@pytest.mark.parametrize("isolation", ["namespaces", "none"])
 def test_agent_forking_500_children_is_stopped_by_nproc(
-    cli, capsule: Path, stub, tmp_path: Path
+    cli, capsule: Path, stub, tmp_path: Path, isolation: str
 ) -> None:
     bomb = stub(
         "import time\n"
@@ -999,16 +1044,27 @@ def test_agent_forking_500_children_is_stopped_by_nproc(
         Path(bomb).read_text().replace("import hashlib,", "import errno, hashlib,")
     )
     evidence = tmp_path / "evidence.json"
-    code, verdict = run(cli, capsule, "--agent", bomb, "--evidence", str(evidence))
+    code, verdict = run(
+        cli, capsule, "--agent", bomb, "--evidence", str(evidence), "--isolation", isolation
+    )
     assert code == 0
     for entry, record in zip(
         verdict["results"], json.loads(evidence.read_bytes())["agents"], strict=True
     ):
-        # NPROC_LIMIT, or less when our own hard limit is lower; the agent is one.
+        # NPROC_LIMIT, or less when our own hard limit is lower; the agent is
+        # one, and, isolated, bwrap's few processes (outside and inside) count too.
         limit = record["limits"]["nproc"]
         assert 0 < limit <= limits.NPROC_LIMIT
-        assert entry["result"]["rationale"] == f"forked {limit - 1}, then EAGAIN"
-        assert len(record["left_running"]) == processes.MAX_LISTED_PROCESSES
+        forked, _, stopped = entry["result"]["rationale"].removeprefix("forked ").partition(", ")
+        assert stopped == "then EAGAIN"
+        if isolation == "namespaces":
+            assert limit - 5 <= int(forked) < limit - 1
+        else:
+            assert int(forked) == limit - 1
+        if isolation == "namespaces":  # its PID namespace took them all with it
+            assert record["left_running"] == []
+        else:
+            assert len(record["left_running"]) == processes.MAX_LISTED_PROCESSES
         assert record["survivors"] == []
 
 
@@ -1053,7 +1109,7 @@ def test_agent_that_cannot_start(
     evidence = tmp_path / "evidence.json"
     code, verdict = run(
         cli, capsule, "--agent", str(junk), "--agent-b", stub(name="honest"),
-        "--evidence", str(evidence),
+        "--evidence", str(evidence), *NOT_ISOLATED,
     )  # fmt: skip
     assert code == 1
     assert failing(verdict) == [1]
@@ -1068,6 +1124,27 @@ def test_agent_that_cannot_start(
     assert verdict["claims"]["fresh_workspace"] == "agent_reported"
     assert verdict["claims"]["no_prior_context"] == "agent_reported"
     assert verdict["execution"]["observed"][0].startswith("agent a could not start (")
+
+
+def test_isolated_agent_that_cannot_start_fails_check_1(
+    cli, capsule: Path, stub, stub_folder: Path, tmp_path: Path
+) -> None:
+    # Isolated, bwrap starts and execs the agent inside its namespaces: a
+    # program the kernel cannot run shows as bwrap's non-zero exit and its words.
+    junk = stub_folder / "not-a-program-either"
+    junk.write_bytes(b"\x7fELF, or not quite\n")
+    junk.chmod(0o755)
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(
+        cli, capsule, "--agent", str(junk), "--agent-b", stub(name="honest"),
+        "--evidence", str(evidence), "--isolation", "namespaces",
+    )  # fmt: skip
+    assert code == 1
+    assert failing(verdict) == [1]
+    assert reason(verdict, 1).startswith("a (agent a): the agent exited with status ")
+    record = json.loads(evidence.read_bytes())["agents"][0]
+    assert record["exit_status"] not in (0, None)
+    assert str(junk) in record["stderr_tail"]
 
 
 def test_changed_workspace_is_not_runner_observed(cli, capsule: Path, stub, tmp_path: Path) -> None:
@@ -1097,8 +1174,14 @@ def test_attestation_follows_what_the_runner_saw(capsule: Path, stub) -> None:
     written = dataclasses.replace(runs[1], after=dataclasses.replace(runs[1].after, entries=("x",)))
     seen = runner_evidence.attestation((runs[0], written), "0" * 64)
     assert seen.workspaces_observed is False
-    assert "agent b: its workspace was a new, empty directory" in seen.observed[5]
-    assert seen.observed[5].endswith(", and afterwards it holds 1 entry: 'x'")
+    assert "agent b: its workspace was a new, empty directory" in seen.observed[6]
+    assert seen.observed[6].endswith(", and afterwards it holds 1 entry: 'x'")
+    # Called without an isolation, the runner isolates nothing and says so.
+    assert seen.isolation_enforced is False
+    assert (
+        seen.observed[4]
+        == "agent a: it was not isolated in namespaces: the caller did not ask for it"
+    )
     assert seen.prompt_delivered is True
     # A prompt file found replaced: the runner no longer vouches for the prompt.
     replaced = dataclasses.replace(runs[1], prompt_after=None)
@@ -1379,7 +1462,7 @@ def test_documented_llm_adapter(cli, capsule: Path, adapter: str, tmp_path: Path
     evidence = tmp_path / "evidence.json"
     code, verdict = run(
         cli, capsule, "--agent", adapter, "--pass-env", "PATH", "--pass-env", "LLM_MODEL",
-        "--evidence", str(evidence),
+        "--evidence", str(evidence), "--share", str(Path(adapter).parent),
     )  # fmt: skip
     assert code == 0, verdict["checks"]
     # The stand-in for llm exits 1 unless its -s text is the prompt to the last
@@ -1401,6 +1484,7 @@ def test_documented_llm_adapter_refuses_a_duplicate_key(
     code, verdict = run(
         cli, capsule, "--agent", adapter, "--pass-env", "PATH", "--pass-env", "LLM_MODEL",
         "--pass-env", "FAKE_LLM_ANSWER", "--evidence", str(evidence),
+        "--share", str(Path(adapter).parent),
     )  # fmt: skip
     assert code == 1
     assert failing(verdict) == [1]

@@ -128,8 +128,14 @@ def _register_run(commands: Any) -> None:
             "(as root: every process of its uid; otherwise: its session). A workspace "
             "found changed afterwards fails that agent. SIGTERM or SIGHUP stop the "
             "agents, remove the workspaces and exit 143 or 129. Then the results are "
-            "verified as by 'verify'. This is not a sandbox: agents can still reach the "
-            "network, read world-readable files and see other processes' command lines."
+            "verified as by 'verify'. Where the runner can create namespaces (bwrap on "
+            "PATH), each agent also runs isolated in its own user, mount, PID, IPC and UTS "
+            "namespaces: the system folders read-only, its workspace read-only at "
+            "/workspace, private /tmp and /dev/shm, and no view of the repository, HOME, "
+            "the other agent or the runner (--isolation, --network, --share). Without "
+            "namespaces this is not a sandbox: agents can still read world-readable "
+            "files and see other processes' command lines; either way they reach the "
+            "network unless --network none."
         ),
         epilog=CHECKS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -175,7 +181,41 @@ def _register_run(commands: Any) -> None:
             "FILE atomically; the verdict then records its SHA-256 and what the runner "
             "observed, and marks the workspace and prior-context claims runner_observed "
             "when both agents started in fresh workspaces they left unchanged, and the "
-            "prompt claim when both started with the prompt file, unchanged after them"
+            "prompt claim when both started with the prompt file, unchanged after them; "
+            "under namespace isolation the workspace and prior-context claims are "
+            "runner_enforced"
+        ),
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=("auto", "namespaces", "none"),
+        default="auto",
+        help=(
+            "auto (default): isolate each agent in namespaces with bwrap where that works "
+            "here, else run it as without and say why; namespaces: insist (exit 2, "
+            "isolation_unavailable, when it cannot be done); none: do not isolate"
+        ),
+    )
+    parser.add_argument(
+        "--network",
+        choices=("host", "none"),
+        default="host",
+        help=(
+            "host (default): agents use the host's network, as model APIs need (loopback "
+            "and abstract Unix sockets included, so two agents can still talk); none: "
+            "each gets a network namespace of its own with only its own loopback "
+            "(needs namespace isolation)"
+        ),
+    )
+    parser.add_argument(
+        "--share",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help=(
+            "under namespace isolation, show PATH (a file or folder, such as the venv of "
+            "a model client) to both agents read-only at the same path (repeatable); it "
+            "may not be, hold or lie in the current folder or HOME (share_refused)"
         ),
     )
     add_json_flag(parser)
@@ -223,6 +263,9 @@ def run_and_verify(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         pass_env=args.pass_env,
         evidence_path=args.evidence,
+        isolation=args.isolation,
+        network=args.network,
+        share=args.share,
         progress=lambda line: warn(f"capsule: {line}"),
     )
     for line in report.warnings():
@@ -257,11 +300,12 @@ def _report(verdict: Verdict, as_json: bool) -> int:
         if attestation is None
         else f"runner-observed (evidence sha256 {attestation.evidence_sha256[:12]})"
     )
+    prompt_claim = verdict.prompt_claim.replace("_", "-")
     err(
         f"capsule: continuation of {document['id']} (capsule sha256 "
         f"{verdict.capsule.sha256[:12]}): {outcome}. Scope: semantic agreement only; "
         f"authority: none; identity agent-reported, fresh workspace and no prior context "
-        f"{claim}; execution {execution}."
+        f"{claim}; prompt {prompt_claim}; execution {execution}."
     )
     if attestation is not None:
         err("observed by the runner:")

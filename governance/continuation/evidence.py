@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.continuation.delivery import PROMPT_VARIABLE, Delivery
+from governance.continuation.isolation import PROMPT_FOLDER, WORKSPACE, Isolation, not_isolated
 from governance.continuation.limits import Limits
 from governance.continuation.processes import MAX_LISTED_PROCESSES, Process, listed
 from governance.continuation.users import RunAs
@@ -52,6 +53,9 @@ class AgentRun:
     delivery: Delivery
     # The prompt file's SHA-256 once the agent had ended (None: gone or replaced).
     prompt_after: str | None
+    isolation: Isolation
+    # The prompt file's path as the agent saw it.
+    prompt_file: str
 
     @property
     def prompt_unchanged(self) -> bool:
@@ -144,6 +148,7 @@ class AgentRun:
             f"its environment held only {names}; its stdin was the {self.stdin_bytes} "
             "capsule bytes; it had no controlling terminal",
             self._received(),
+            self._isolation(),
         ]
         if self.left_running:
             notes.append(
@@ -163,6 +168,24 @@ class AgentRun:
             f"it received the capsule (sha256 {delivery.stdin_sha256}) on stdin and, in the "
             f"read-only file named by {PROMPT_VARIABLE}, the {delivery.prompt_bytes} bytes "
             f"of the prompt (sha256 {delivery.prompt_sha256}), {after}"
+        )
+
+    def _isolation(self) -> str:
+        isolation = self.isolation
+        if not isolation.enforced:
+            return f"it was not isolated in namespaces: {isolation.reason}"
+        network = (
+            "no network (a network namespace of its own: loopback only, its own)"
+            if isolation.network == "none"
+            else "the host's network (loopback and abstract Unix sockets included)"
+        )
+        return (
+            f"it ran isolated by {isolation.tool} in its own "
+            f"{', '.join(isolation.namespaces)} namespaces: it saw the system folders "
+            f"read-only, its workspace read-only at {WORKSPACE}, its prompt folder "
+            f"read-only at {PROMPT_FOLDER}, its own program and interpreters read-only, "
+            "private /tmp, /dev/shm, /dev and /proc, and nothing else of the file system "
+            f"unless shared; {network}; its processes ended with it"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -195,7 +218,7 @@ class AgentRun:
                 "after": self.after.to_json(),
                 "changed": self.workspace_change,
             },
-            "input": self.delivery.to_json(self.prompt_after, self.delivery.prompt_path),
+            "input": self.delivery.to_json(self.prompt_after, self.prompt_file),
             "observed": self.observed(),
         }
 
@@ -205,14 +228,21 @@ NOT_OBSERVED = (
     "read, other processes' command lines, the network), nor what a model behind it "
     "remembers; agent identity is its own claim"
 )
+NOT_ENFORCED = (
+    "not enforced: what an agent sent or received over the network it was given, what "
+    "it read of the system folders and shared paths, nor what a model behind it "
+    "remembers; agent identity is its own claim"
+)
 
 
 def attestation(runs: Sequence[AgentRun], evidence_sha256: str) -> Attestation:
     """What the verdict may say the runner observed, given kept evidence."""
     observed = [note for run in runs for note in run.observed()]
+    enforced = bool(runs) and all(run.isolation.enforced for run in runs)
     return Attestation(
         evidence_sha256=evidence_sha256,
-        observed=(*observed, NOT_OBSERVED),
+        observed=(*observed, NOT_ENFORCED if enforced else NOT_OBSERVED),
+        isolation_enforced=enforced,
         workspaces_observed=bool(runs) and all(run.workspace_observed for run in runs),
         prompt_delivered=bool(runs) and all(run.prompt_delivered for run in runs),
     )
@@ -225,8 +255,12 @@ def evidence(
     prompt_sha256: str,
     timeout: float,
     version: str,
+    isolation: Isolation | None = None,
+    shared: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The continuation-evidence/1 document of one run."""
+    if isolation is None:
+        isolation = runs[0].isolation if runs else not_isolated("no agent ran")
     return {
         "schema": EVIDENCE_SCHEMA,
         "capsule_version": version,
@@ -234,5 +268,6 @@ def evidence(
         "prompt_sha256": prompt_sha256,
         "timeout_ms": max(1, round(timeout * 1000)),
         "runner_euid": os.geteuid(),
+        "isolation": {**isolation.to_json(), "shared": [shown(path) for path in shared]},
         "agents": [run.to_json() for run in runs],
     }

@@ -19,7 +19,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 LOCALE = "C.UTF-8"
 SLOT_VARIABLE = "CAPSULE_AGENT_SLOT"
 # Names the runner sets itself; passing them on would undo the fresh start.
-RESERVED_ENV = frozenset({"HOME", "LANG", "LC_ALL", SLOT_VARIABLE, PROMPT_VARIABLE})
+RESERVED_ENV = frozenset({"HOME", "LANG", "LC_ALL", "PWD", SLOT_VARIABLE, PROMPT_VARIABLE})
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -58,10 +58,7 @@ def check_executable(program: str, option: str, run_as: RunAs, agent_path: str) 
     (ACLs are not consulted). Otherwise the agent runs as the runner's own
     user, and ``os.access`` answers for it.
     """
-    if run_as.dedicated:
-        problem = _others_cannot_run(program, agent_path, depth=0)
-    else:
-        problem = None if os.access(program, os.X_OK) else f"{program} is not executable"
+    problem = cannot_run(program, run_as, agent_path)
     if problem is not None:
         raise UsageError(
             f"{option}: {shown(program)}: the agent's user ({run_as.describe()}) cannot run "
@@ -69,6 +66,36 @@ def check_executable(program: str, option: str, run_as: RunAs, agent_path: str) 
             code="agent_not_executable",
             program=shown(program),
         )
+
+
+def cannot_run(program: str, run_as: RunAs, agent_path: str) -> str | None:
+    """Why the agent's user cannot run ``program``, or None (see check_executable)."""
+    if run_as.dedicated:
+        return _others_cannot_run(program, agent_path, depth=0)
+    return None if os.access(program, os.X_OK) else f"{program} is not executable"
+
+
+def program_chain(program: str, agent_path: str) -> list[str]:
+    """The program and the interpreters its ``#!`` lines name (``env``'s NAME
+    looked up on the agent's PATH), as far as four levels: the files an
+    isolated agent must see to start."""
+    chain = [program]
+    path = program
+    for _ in range(4):
+        script = _shebang(path)
+        if script is None:
+            break
+        interpreter, argument = script
+        chain.append(interpreter)
+        path = interpreter
+        if os.path.basename(interpreter) == "env":
+            name = next((word for word in argument.split() if not word.startswith("-")), None)
+            found = None if name is None else shutil.which(name, path=agent_path)
+            if found is None:
+                break
+            chain.append(found)
+            path = found
+    return chain
 
 
 def _folders(path: str) -> Iterator[str]:

@@ -78,7 +78,7 @@ def list_processes() -> list[Process]:
     return found
 
 
-def _alive(process: Process) -> bool:
+def alive(process: Process) -> bool:
     # A zombie has ended; only its parent's wait is missing.
     return process.state not in ("Z", "X")
 
@@ -114,7 +114,7 @@ def kill_matching(
     killed: dict[int, Process] = {}
     deadline = time.monotonic() + rounds_seconds
     while True:
-        live = [p for p in list_processes() if _alive(p) and match(p)]
+        live = [p for p in list_processes() if alive(p) and match(p)]
         if not live:
             return list(killed.values()), []
         if time.monotonic() > deadline:

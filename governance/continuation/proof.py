@@ -7,12 +7,17 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from governance import __version__
 from governance.continuation import DEFAULT_TIMEOUT, MAX_TIMEOUT, prompt
 from governance.continuation.evidence import AgentRun, attestation, evidence
+from governance.continuation.isolation import AUTO, check_share, resolve, run_probe
+from governance.continuation.limits import limiter, limits_for
 from governance.continuation.preflight import (
+    DEFAULT_PATH,
     agent_path,
+    cannot_run,
     check_executable,
     check_pass_env,
     parse_command,
@@ -102,11 +107,16 @@ def run_and_verify(
     timeout: float = DEFAULT_TIMEOUT,
     pass_env: Sequence[str] = (),
     evidence_path: str | None = None,
+    isolation: str = AUTO,
+    network: str = "host",
+    share: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> RunReport:
     """Run two fresh agents on the capsule, keep the evidence (when asked) and
-    verify their results. Every usage error is raised before an agent starts;
+    verify their results, each isolated in namespaces where that can be done
+    (``isolation`` auto), must be done (namespaces, or ``network`` none) or is
+    not wanted (none). Every usage error is raised before an agent starts;
     ``progress`` hears, in words, what is about to run."""
     environ = os.environ if environ is None else environ
     capsule = read_capsule_file(capsule_path)
@@ -129,6 +139,19 @@ def run_and_verify(
         argv = parse_command(command, option)
         check_executable(argv[0], option, users[0], path)
         commands.append(argv)
+    refused = [os.getcwd(), *([environ["HOME"]] if environ.get("HOME") else [])]
+    shared = tuple(dict.fromkeys(check_share(item, refused) for item in share))
+    limits = limits_for(users[0])
+    ids: dict[str, Any] = {}
+    if users[0].dedicated:
+        ids = {"user": users[0].uid, "group": users[0].gid, "extra_groups": []}
+    in_force = resolve(
+        isolation,
+        network,
+        environ,
+        probe=lambda argv: run_probe(argv, limiter(limits), **ids),
+        usable=lambda program: cannot_run(program, users[0], DEFAULT_PATH),
+    )
     if progress is not None:
         if users[0].dedicated:
             who = "as dedicated uids " + " and ".join(str(user.uid) for user in users)
@@ -138,10 +161,17 @@ def run_and_verify(
             )
         progress(
             f"running agents a and b {who} in fresh read-only workspaces "
-            f"(timeout {timeout:g} s each)"
+            f"(timeout {timeout:g} s each), {in_force.describe()}"
         )
     runs = run_agents(
-        capsule.data, commands, timeout=timeout, users=users, passed=passed, environ=environ
+        capsule.data,
+        commands,
+        timeout=timeout,
+        users=users,
+        passed=passed,
+        environ=environ,
+        isolation=in_force,
+        shared=shared,
     )
     attested: Attestation | None = None
     evidence_sha256 = None
@@ -153,6 +183,8 @@ def run_and_verify(
                 prompt_sha256=prompt.sha256(),
                 timeout=timeout,
                 version=__version__,
+                isolation=in_force,
+                shared=shared,
             )
         )
         write_atomic(evidence_path, data)

@@ -16,12 +16,20 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from governance.continuation import prompt
-from governance.continuation.delivery import Delivery, prepare, read_back
+from governance.continuation.delivery import (
+    PROMPT_NAME,
+    PROMPT_VARIABLE,
+    Delivery,
+    prepare,
+    read_back,
+)
 from governance.continuation.delivery import remove as remove_input
 from governance.continuation.evidence import AgentRun
+from governance.continuation.isolation import PROMPT_FOLDER, WORKSPACE, Isolation, not_isolated
+from governance.continuation.isolation import command as isolated_command
 from governance.continuation.limits import Limits, limiter, limits_for, make_undumpable
-from governance.continuation.preflight import agent_environment
-from governance.continuation.processes import Process, kill_matching
+from governance.continuation.preflight import agent_environment, agent_path, program_chain
+from governance.continuation.processes import Process, alive, kill_matching, list_processes
 from governance.continuation.stopping import StopSignals
 from governance.continuation.users import SLOTS, RunAs
 from governance.continuation.verdict import MAX_RESULT_BYTES
@@ -34,6 +42,7 @@ from governance.continuation.workspace import (
 from governance.output import shown
 
 PROMPT_BYTES = prompt.TEXT.encode("utf-8")
+NOT_REQUESTED = not_isolated("the caller did not ask for it")
 STDERR_TAIL_BYTES = 4096
 READ_CHUNK = 65536
 
@@ -44,6 +53,8 @@ POLL_SECONDS = 0.05
 EOF_GRACE_SECONDS = 0.5
 # After a kill, how long to wait for the pipes to close before giving up on them.
 KILL_GRACE_SECONDS = 2.0
+# How long an isolated agent's namespace may take to go once bwrap has exited.
+SETTLE_SECONDS = 1.0
 
 
 def _now() -> str:
@@ -64,6 +75,9 @@ class _Agent:
     before: Observation
     delivery: Delivery
     timeout: float
+    isolation: Isolation
+    # What is executed: argv itself, or bwrap running it isolated.
+    command: tuple[str, ...] = ()
     started_at: str = ""
     clock: float = 0.0
     process: subprocess.Popen[bytes] | None = None
@@ -105,6 +119,19 @@ class _Agent:
         if self.run_as.dedicated:
             return self.run_as.uid in process.uids
         return self.process is not None and process.session == self.process.pid
+
+    def settle(self) -> None:
+        """Isolated, an agent that ended takes its PID namespace with it: bwrap
+        reports the exit a moment before the namespace's first process is gone.
+        Give that teardown a moment, so only what really outlived it counts as
+        left running."""
+        if self.process is None or not self.isolation.enforced:
+            return
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while time.monotonic() < deadline:
+            if not any(alive(p) and self.belongs(p) for p in list_processes()):
+                return
+            time.sleep(0.01)
 
     def kill(self) -> None:
         """Kill the agent and everything of it that still runs, noting the rest."""
@@ -151,6 +178,8 @@ class _Agent:
             after=after,
             delivery=self.delivery,
             prompt_after=prompt_after,
+            isolation=self.isolation,
+            prompt_file=self.env[PROMPT_VARIABLE],
         )
 
 
@@ -161,7 +190,7 @@ def _start(agent: _Agent, capsule: bytes, selector: selectors.BaseSelector) -> N
     agent.started_at, agent.clock = _now(), time.monotonic()
     try:
         agent.process = subprocess.Popen(
-            list(agent.argv),
+            list(agent.command or agent.argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -289,6 +318,7 @@ def _supervise(
                 agent.ended_at = _now()
                 agent.duration_ms = int((time.monotonic() - agent.clock) * 1000)
                 # Whatever it left dies now, not when the other agent is done.
+                agent.settle()
                 agent.kill()
         if all(agent.done for agent in agents):
             return
@@ -313,6 +343,12 @@ def _finish(agent: _Agent, selector: selectors.BaseSelector) -> AgentRun:
     return agent.result(observe(agent.workspace), read_back(agent.delivery))
 
 
+def _environment(isolation: Isolation, env: dict[str, str]) -> dict[str, str]:
+    # bwrap sets PWD to the folder it changes into; set it ourselves, so the
+    # names recorded are exactly the names the agent sees.
+    return {**env, "PWD": WORKSPACE} if isolation.enforced else env
+
+
 def run_agents(
     capsule: bytes,
     commands: Sequence[tuple[str, ...]],
@@ -322,9 +358,13 @@ def run_agents(
     passed: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
     prompt_text: bytes = PROMPT_BYTES,
+    isolation: Isolation = NOT_REQUESTED,
+    shared: Sequence[str] = (),
 ) -> tuple[AgentRun, ...]:
     """Run one agent per slot, concurrently, each under ``timeout`` seconds,
-    with the capsule on stdin and ``prompt_text`` in its prompt file."""
+    with the capsule on stdin and ``prompt_text`` in its prompt file, isolated
+    in namespaces when ``isolation`` is enforced (then ``shared`` paths are
+    shown to both, read-only)."""
     environ = os.environ if environ is None else environ
     make_undumpable()
     agents: list[_Agent] = []
@@ -338,13 +378,26 @@ def run_agents(
                 cleanup.callback(remove_workspace, workspace)
                 delivery = prepare(slot, capsule, prompt_text)
                 cleanup.callback(remove_input, delivery.folder)
+                home, prompt_file, command = workspace, delivery.prompt_path, argv
+                if isolation.enforced:
+                    home, prompt_file = WORKSPACE, f"{PROMPT_FOLDER}/{PROMPT_NAME}"
+                    command = tuple(
+                        isolated_command(
+                            isolation,
+                            argv,
+                            workspace=workspace,
+                            prompt_folder=delivery.folder,
+                            programs=program_chain(argv[0], agent_path(passed, environ)),
+                            shared=shared,
+                        )
+                    )
                 agents.append(
                     _Agent(
                         slot=slot,
                         argv=argv,
                         run_as=run_as,
-                        env=agent_environment(
-                            slot, workspace, delivery.prompt_path, passed, environ
+                        env=_environment(
+                            isolation, agent_environment(slot, home, prompt_file, passed, environ)
                         ),
                         passed=tuple(passed),
                         limits=limits_for(run_as),
@@ -352,6 +405,8 @@ def run_agents(
                         before=observe(workspace),
                         delivery=delivery,
                         timeout=timeout,
+                        isolation=isolation,
+                        command=command,
                     )
                 )
             for agent in agents:

@@ -35,6 +35,7 @@ SCOPE = "semantic_agreement"
 AUTHORITY = "none"
 AGENT_REPORTED = "agent_reported"
 RUNNER_OBSERVED = "runner_observed"
+RUNNER_ENFORCED = "runner_enforced"
 UNATTESTED = "unattested"
 
 PASS = "pass"
@@ -86,6 +87,9 @@ class Attestation:
     workspaces_observed: bool
     # Both agents started with the prompt in their prompt file, unchanged after.
     prompt_delivered: bool = False
+    # Both agents ran isolated in namespaces: no view of the repository, HOME,
+    # the other agent or the runner.
+    isolation_enforced: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,9 +134,10 @@ class Verdict:
 
     @property
     def observed_claim(self) -> str:
-        """Who stands behind the fresh-workspace and no-prior-context claims."""
+        """Who stands behind the fresh-workspace and no-prior-context claims:
+        the runner's isolation, the runner's observation, or only the agents."""
         if self.attestation is not None and self.attestation.workspaces_observed:
-            return RUNNER_OBSERVED
+            return RUNNER_ENFORCED if self.attestation.isolation_enforced else RUNNER_OBSERVED
         return AGENT_REPORTED
 
     @property
