@@ -16,9 +16,12 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -443,3 +446,44 @@ def test_isolated_agent_sees_a_shared_folder_read_only(
         ] * 2
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def _children(pid: int) -> list[processes.Process]:
+    found = []
+    for process in processes.list_processes():
+        try:
+            stat_line = Path(f"/proc/{process.pid}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat_line.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(process)
+    return found
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="needs root: finds the agents by their dedicated uids")
+def test_sigterm_stops_isolated_agents_and_their_namespaces(capsule: Path, stub) -> None:
+    hang = stub("import time\ntime.sleep(60)\n")
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "governance", "continuation", "run", str(capsule), "--json",
+         "--agent", hang, "--timeout", "60", *ISOLATED],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        uids: set[int] = set()
+        while len(uids) < 2 and time.monotonic() < deadline:
+            # bwrap, started as each agent's dedicated uid, is the runner's child.
+            uids = {p.uids[0] for p in _children(runner.pid) if p.uids and p.uids[0] != 0}
+            time.sleep(0.05)
+        assert len(uids) == 2
+        time.sleep(0.5)  # let the agents themselves start inside
+        runner.send_signal(signal.SIGTERM)
+        out, err = runner.communicate(timeout=30)
+        assert runner.returncode == 143, err
+        assert json.loads(out)["error"]["code"] == "interrupted"
+        left = [p for p in processes.list_processes() if set(p.uids) & uids and processes.alive(p)]
+        assert left == []
+    finally:
+        runner.kill()
+        runner.wait()
