@@ -8,8 +8,9 @@ uids), ``limits`` (rlimits, no new privileges, a non-dumpable runner),
 ``workspace``, ``delivery`` (the prompt file and the hashes of what each
 agent was handed), ``isolation`` (bwrap namespaces), ``processes`` (listing
 and killing), ``stopping`` (SIGTERM and SIGHUP), ``supervision`` (the loop
-that runs the agents) and ``evidence`` (what the run adds up to). Modules here import ``governance.core``,
-``governance.errors`` and ``governance.output``, never ``governance.commands``.
+that runs the agents) and ``evidence`` (what the run adds up to). Modules
+here import ``governance.core``, ``governance.errors`` and
+``governance.output``, never ``governance.commands``.
 This file is imported when the CLI starts: it holds only the two numbers the
 command's help shares with the runner.
 """
