@@ -174,20 +174,11 @@ def build(ws: Workspace, packet: str, at: str = "HEAD", record: bool = False) ->
     snapshot.cache = ws.cache
     built = build_capsule(snapshot, packet_path)
     result: dict[str, Any] = {
-        "id": built.packet.id,
-        "commit": built.document["commit"],
-        "sha256": built.sha256,
-        "reads": len(built.excerpts),
-        "bytes": len(built.data),
-        "estimated_tokens": built.estimated_tokens,
+        **built.summary(),
         "exact_tokens": exact_count(built.data),
-        "target_tokens": built.limits.target_tokens,
-        "hard_limit_tokens": built.limits.hard_limit_tokens,
-        "reserve_tokens": built.limits.reserve_tokens,
         "capsule": built.document,
         "capsule_json": built.data.decode("utf-8"),
         "record": None,
-        "warnings": [w.to_json() for w in built.warnings],
     }
     if record:
         written = write_record(ws.repo, packet_path, built.document["commit"], built.data)

@@ -92,19 +92,10 @@ def run(args: argparse.Namespace) -> int:
     packet_path = repo_relative(repo, args.packet)
     built = build_capsule(Snapshot.at(repo, args.at), packet_path)
     summary = {
-        "id": built.packet.id,
-        "commit": built.document["commit"],
-        "sha256": built.sha256,
-        "reads": len(built.excerpts),
-        "bytes": len(built.data),
-        "estimated_tokens": built.estimated_tokens,
+        **built.summary(),
         # Reported only: never in the capsule's bytes, never a gate.
         "exact_tokens": _exact(built.data) if args.exact_tokens else None,
-        "target_tokens": built.limits.target_tokens,
-        "hard_limit_tokens": built.limits.hard_limit_tokens,
-        "reserve_tokens": built.limits.reserve_tokens,
         "output": args.output,
-        "warnings": [w.to_json() for w in built.warnings],
     }
     if args.record:
         from governance.history.records import write_record  # noqa: PLC0415 (defers records: only --record)

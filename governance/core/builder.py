@@ -69,6 +69,21 @@ class Built:
         """Reads that select the same lines twice; the capsule is built anyway."""
         return overlaps(self.excerpts)
 
+    def summary(self) -> dict[str, Any]:
+        """What ``capsule build --json`` and the MCP build tool both report."""
+        return {
+            "id": self.packet.id,
+            "commit": self.document["commit"],
+            "sha256": self.sha256,
+            "reads": len(self.excerpts),
+            "bytes": len(self.data),
+            "estimated_tokens": self.estimated_tokens,
+            "target_tokens": self.limits.target_tokens,
+            "hard_limit_tokens": self.limits.hard_limit_tokens,
+            "reserve_tokens": self.limits.reserve_tokens,
+            "warnings": [w.to_json() for w in self.warnings],
+        }
+
 
 def _read_whole(
     snapshot: Snapshot,
