@@ -76,18 +76,18 @@ class Selection:
     gaps: dict[int, str] = field(default_factory=dict)
 
 
-def _covers(doc: Doc, facet: Facet) -> bool:
+def _covers(doc: Doc, facet: Facet, joined: dict[int, str]) -> bool:
+    """Whether ``doc`` holds every term of ``facet`` (a phrase or compound: its
+    tokens in a row). ``joined`` keeps the doc's tokens, space-joined, across
+    facets: a doc is tokenised once however many phrases the goal has."""
     if any(doc.tf.get(term, 0) == 0 for term in facet.terms):
         return False
     if facet.kind not in IN_A_ROW or len(facet.sequence) < 2:
         return True
-    found = tokens(doc.text)
-    n = len(facet.sequence)
-    first = facet.sequence[0]
-    return any(
-        found[at] == first and tuple(found[at : at + n]) == facet.sequence
-        for at in range(len(found) - n + 1)
-    )
+    text = joined.get(id(doc))
+    if text is None:
+        text = joined[id(doc)] = " " + " ".join(tokens(doc.text)) + " "
+    return f" {' '.join(facet.sequence)} " in text
 
 
 def score(docs: Sequence[Doc], facets: Sequence[Facet]) -> list[Candidate]:
@@ -107,10 +107,11 @@ def score(docs: Sequence[Doc], facets: Sequence[Facet]) -> list[Candidate]:
             for term, tf in doc.tf.items()
             if term in idf
         }
+        joined: dict[int, str] = {}
         covered = {
             index: sum(per_term[term] for term in facet.terms)
             for index, facet in enumerate(facets)
-            if _covers(doc, facet)
+            if _covers(doc, facet, joined)
         }
         if covered:
             out.append(Candidate(doc=doc, score=sum(per_term.values()), facets=covered))
