@@ -162,3 +162,15 @@ def test_new_json_names_both_files_and_the_suggestion(cli, tmp_path: Path) -> No
     assert packet["required_reads"] == reads
     # The budget was fitted to this very packet, id and all.
     assert out["suggestion"]["capsule"]["packet"] == "packets/AIR-2/packet.yml"
+
+
+def test_in_a_bare_repository_suggest_works_and_new_refuses(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    bare = tmp_path / "bare.git"
+    repo.git("clone", "-q", "--bare", str(repo.path), str(bare))
+    suggested = cli(["suggest", "zeppelin", "--json"], cwd=bare)
+    assert suggested.code == 0, suggested.out
+    assert [r["locator"] for r in json.loads(suggested.out)["reads"]] == ["docs/air.md#zeppelin"]
+    refused = cli(["new", "AIR-3", "--goal", "zeppelin", "--json"], cwd=bare)
+    assert refused.code == 2
+    assert json.loads(refused.out)["error"]["code"] == "no_working_tree"
