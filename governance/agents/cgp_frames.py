@@ -186,8 +186,6 @@ UNKNOWN = "unknown"
 VERDICTS = {
     ("unchanged", "verified_unchanged"): VALID,
     ("intact", None): VALID,
-    ("stale", "source_changed_passage_intact"): VALID,
-    ("stale", "passage_moved"): VALID,
     ("stale", "source_changed"): STALE,
     ("stale", "passage_stale"): STALE,
     ("missing", None): GONE,
