@@ -127,9 +127,10 @@ OPEN = {
     "world-writable-folder": {"not-isolated": True, "isolated": False, "offline": False},
     "dev-shm": {"not-isolated": True, "isolated": False, "offline": False},
     "sysv-ipc": {"not-isolated": True, "isolated": False, "offline": False},
-    # Abstract Unix sockets and loopback belong to the network namespace: with
-    # --network host both agents share the host's, as docs/continuation.md says.
-    "abstract-unix-socket": {"not-isolated": True, "isolated": True, "offline": False},
+    # Abstract Unix sockets belong to the network namespace, which --network host
+    # shares: isolated, creating any AF_UNIX socket is refused (seccomp) instead.
+    "abstract-unix-socket": {"not-isolated": True, "isolated": False, "offline": False},
+    # Loopback stays open with --network host, as docs/continuation.md says.
     "loopback-tcp": {"not-isolated": True, "isolated": True, "offline": False},
 }
 
@@ -390,7 +391,7 @@ def test_without_bwrap_the_runner_runs_as_before_and_says_why(
     document = json.loads(evidence.read_bytes())
     assert document["isolation"] == {
         "mode": "none", "namespaces": [], "network": "host", "tool": None,
-        "reason": "bwrap (bubblewrap) is not on PATH", "shared": [],
+        "reason": "bwrap (bubblewrap) is not on PATH", "denied": [], "shared": [],
     }  # fmt: skip
     # Asked for, isolation that cannot be had stops the run before any agent starts.
     for flags in (ISOLATED, ("--network", "none")):
@@ -487,3 +488,28 @@ def test_sigterm_stops_isolated_agents_and_their_namespaces(capsule: Path, stub)
     finally:
         runner.kill()
         runner.wait()
+
+
+def test_isolated_agent_keeps_socketpair_asyncio_and_inet_sockets(cli, capsule: Path, stub) -> None:
+    # Only socket(AF_UNIX) is refused: a connected pair, an asyncio loop (whose
+    # self-pipe is a socketpair) and an IP socket still work.
+    user = stub(
+        "import asyncio, socket\n"
+        "a, b = socket.socketpair()\n"
+        "asyncio.run(asyncio.sleep(0))\n"
+        "socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n"
+        "try:\n"
+        "    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        '    unix = "allowed"\n'
+        "except OSError as exc:\n"
+        "    unix = errno.errorcode[exc.errno]\n"
+        'result["rationale"] = "socketpair, asyncio and AF_INET work; AF_UNIX: " + unix\n'
+    )
+    Path(user).write_text(
+        Path(user).read_text().replace("import hashlib,", "import errno, hashlib,")
+    )
+    code, verdict = run(cli, capsule, "--agent", user, *ISOLATED)
+    assert code == 0, verdict["checks"]
+    assert [e["result"]["rationale"] for e in verdict["results"]] == [
+        "socketpair, asyncio and AF_INET work; AF_UNIX: EPERM"
+    ] * 2

@@ -539,10 +539,14 @@ def test_evidence_makes_workspace_claims_runner_observed(
             "namespaces: it saw the system folders read-only, its workspace read-only at "
             "/workspace"
         )
-        assert "the host's network (loopback and abstract Unix sockets included)" in observed[4]
+        assert (
+            "the host's network, loopback included; no Unix sockets (socket(AF_UNIX) "
+            "refused), so no abstract ones"
+        ) in observed[4]
         assert document["isolation"] == {
             "mode": "namespaces", "namespaces": ["user", "mount", "pid", "ipc", "uts"],
-            "network": "host", "tool": "/usr/bin/bwrap", "reason": None, "shared": [],
+            "network": "host", "tool": "/usr/bin/bwrap", "reason": None,
+            "denied": ["socket(AF_UNIX)"], "shared": [],
         }  # fmt: skip
         assert "the network" in observed[-1]
     else:
@@ -551,7 +555,7 @@ def test_evidence_makes_workspace_claims_runner_observed(
         )
         assert document["isolation"] == {
             "mode": "none", "namespaces": [], "network": "host", "tool": None,
-            "reason": "--isolation none was given", "shared": [],
+            "reason": "--isolation none was given", "denied": [], "shared": [],
         }  # fmt: skip
         assert "command lines" in observed[-1]
     assert verdict["claims"] == {

@@ -202,7 +202,7 @@ def _register_run(commands: Any) -> None:
         default="host",
         help=(
             "host (default): agents use the host's network, as model APIs need (loopback "
-            "and abstract Unix sockets included, so two agents can still talk); none: "
+            "included, so two isolated agents can still talk over it); none: "
             "each gets a network namespace of its own with only its own loopback "
             "(needs namespace isolation)"
         ),

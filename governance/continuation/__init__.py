@@ -6,9 +6,10 @@ verify`` and ``run``; the runner behind ``run`` is split by job: ``preflight``
 (commands, the agent's user can run them, environment), ``users`` (dedicated
 uids), ``limits`` (rlimits, no new privileges, a non-dumpable runner),
 ``workspace``, ``delivery`` (the prompt file and the hashes of what each
-agent was handed), ``isolation`` (bwrap namespaces), ``processes`` (listing
-and killing), ``stopping`` (SIGTERM and SIGHUP), ``supervision`` (the loop
-that runs the agents) and ``evidence`` (what the run adds up to). Modules
+agent was handed), ``isolation`` (bwrap namespaces) and ``seccomp`` (its
+filter against Unix sockets), ``processes`` (listing and killing),
+``stopping`` (SIGTERM and SIGHUP), ``supervision`` (the loop that runs the
+agents) and ``evidence`` (what the run adds up to). Modules
 here import ``governance.core``, ``governance.errors`` and
 ``governance.output``, never ``governance.commands``.
 This file is imported when the CLI starts: it holds only the two numbers the

@@ -177,8 +177,12 @@ class AgentRun:
         network = (
             "no network (a network namespace of its own: loopback only, its own)"
             if isolation.network == "none"
-            else "the host's network (loopback and abstract Unix sockets included)"
+            else "the host's network, loopback included"
         )
+        if isolation.unix_sockets_denied:
+            network += "; no Unix sockets (socket(AF_UNIX) refused), so no abstract ones"
+        elif isolation.network != "none":
+            network += ", and abstract Unix sockets"
         return (
             f"it ran isolated by {isolation.tool} in its own "
             f"{', '.join(isolation.namespaces)} namespaces: it saw the system folders "

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from governance.continuation import seccomp
 from governance.errors import UsageError
 from governance.output import shown
 
@@ -44,6 +45,8 @@ class Isolation:
     tool: str | None = None
     reason: str | None = None
     disable_userns: bool = False
+    # socket(AF_UNIX) refused by a seccomp filter (see seccomp.py).
+    unix_sockets_denied: bool = False
 
     @property
     def enforced(self) -> bool:
@@ -71,6 +74,7 @@ class Isolation:
             "network": self.network,
             "tool": None if self.tool is None else shown(self.tool),
             "reason": self.reason,
+            "denied": ["socket(AF_UNIX)"] if self.unix_sockets_denied else [],
         }
 
 
@@ -135,8 +139,21 @@ def _probe(tool: str, network: str, probe: Callable[[Sequence[str]], tuple[int, 
     containers may refuse user namespaces, and older bwraps lack options."""
     code, out = probe([tool, "--help"])
     disable_userns = code == 0 and "--disable-userns" in out
-    candidate = Isolation(NAMESPACES, network, tool=tool, disable_userns=disable_userns)
-    code, out = probe(command(candidate, ["/bin/true"], workspace=None, prompt_folder=None))
+    candidate = Isolation(
+        NAMESPACES,
+        network,
+        tool=tool,
+        disable_userns=disable_userns,
+        unix_sockets_denied=seccomp.supported(),
+    )
+    fd = seccomp.file_descriptor() if candidate.unix_sockets_denied else None
+    try:
+        code, out = probe(
+            command(candidate, ["/bin/true"], workspace=None, prompt_folder=None, seccomp_fd=fd)
+        )
+    finally:
+        if fd is not None:
+            os.close(fd)
     if code == 0:
         return candidate
     line = next((line for line in out.splitlines() if line.strip()), f"exit status {code}")
@@ -158,11 +175,21 @@ def run_probe(
             check=False,
             # Safe here: no other thread runs yet, and the function only makes system calls.
             preexec_fn=preexec,
+            # A seccomp filter's descriptor, named on the command line.
+            pass_fds=_descriptors(argv),
             **user,
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return 127, str(exc)
     return done.returncode, (done.stderr + done.stdout).decode("utf-8", errors="replace")
+
+
+def _descriptors(argv: Sequence[str]) -> tuple[int, ...]:
+    """The descriptor ``--seccomp FD`` names in a bwrap command, if any."""
+    for index, arg in enumerate(argv[:-1]):
+        if arg == "--seccomp":
+            return (int(argv[index + 1]),)
+    return ()
 
 
 def _system_view() -> list[str]:
@@ -210,6 +237,7 @@ def command(
     prompt_folder: str | None,
     programs: Sequence[str] = (),
     shared: Sequence[str] = (),
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bwrap command that runs ``argv`` isolated: its own user, mount, PID,
     IPC and UTS namespaces (and network, for ``--network none``); the
@@ -232,6 +260,8 @@ def command(
         args.append("--disable-userns")
     if isolation.network == NONE:
         args.append("--unshare-net")
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += _system_view()
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp"]
     args += program_view(programs)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from governance.continuation import prompt
+from governance.continuation import prompt, seccomp
 from governance.continuation.delivery import (
     PROMPT_NAME,
     PROMPT_VARIABLE,
@@ -78,6 +78,8 @@ class _Agent:
     isolation: Isolation
     # What is executed: argv itself, or bwrap running it isolated.
     command: tuple[str, ...] = ()
+    # The seccomp filter bwrap reads, handed to it and closed here once started.
+    seccomp_fd: int | None = None
     started_at: str = ""
     clock: float = 0.0
     process: subprocess.Popen[bytes] | None = None
@@ -202,6 +204,7 @@ def _start(agent: _Agent, capsule: bytes, selector: selectors.BaseSelector) -> N
             start_new_session=True,
             # Safe here: see _limiter (no other threads, no locks taken).
             preexec_fn=limiter(agent.limits),  # noqa: PLW1509
+            pass_fds=() if agent.seccomp_fd is None else (agent.seccomp_fd,),
             **options,
         )
     except (OSError, subprocess.SubprocessError) as exc:
@@ -343,6 +346,11 @@ def _finish(agent: _Agent, selector: selectors.BaseSelector) -> AgentRun:
     return agent.result(observe(agent.workspace), read_back(agent.delivery))
 
 
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
 def _environment(isolation: Isolation, env: dict[str, str]) -> dict[str, str]:
     # bwrap sets PWD to the folder it changes into; set it ourselves, so the
     # names recorded are exactly the names the agent sees.
@@ -379,8 +387,12 @@ def run_agents(
                 delivery = prepare(slot, capsule, prompt_text)
                 cleanup.callback(remove_input, delivery.folder)
                 home, prompt_file, command = workspace, delivery.prompt_path, argv
+                seccomp_fd = None
                 if isolation.enforced:
                     home, prompt_file = WORKSPACE, f"{PROMPT_FOLDER}/{PROMPT_NAME}"
+                    if isolation.unix_sockets_denied:
+                        seccomp_fd = seccomp.file_descriptor()
+                        cleanup.callback(_close_quietly, seccomp_fd)
                     command = tuple(
                         isolated_command(
                             isolation,
@@ -389,6 +401,7 @@ def run_agents(
                             prompt_folder=delivery.folder,
                             programs=program_chain(argv[0], agent_path(passed, environ)),
                             shared=shared,
+                            seccomp_fd=seccomp_fd,
                         )
                     )
                 agents.append(
@@ -407,6 +420,7 @@ def run_agents(
                         timeout=timeout,
                         isolation=isolation,
                         command=command,
+                        seccomp_fd=seccomp_fd,
                     )
                 )
             for agent in agents:
