@@ -4,6 +4,7 @@ an agent its own view of the machine."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -273,6 +274,53 @@ def command(
         args += ["--ro-bind", prompt_folder, PROMPT_FOLDER]
     args += ["--chdir", "/" if workspace is None else WORKSPACE, "--", *argv]
     return args
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one agent is started: its command, where it finds its HOME and
+    prompt file, the environment bwrap adds, and the seccomp descriptor to
+    hand to bwrap (the caller closes it)."""
+
+    command: tuple[str, ...]
+    home: str
+    prompt_file: str
+    env: Mapping[str, str]
+    seccomp_fd: int | None = None
+
+
+def launch(
+    isolation: Isolation,
+    argv: tuple[str, ...],
+    *,
+    workspace: str,
+    prompt_folder: str,
+    prompt_file: str,
+    programs: Sequence[str],
+    shared: Sequence[str],
+) -> Launch:
+    """The agent's own command where it is not isolated; else bwrap's, with
+    the paths the agent sees. bwrap sets PWD to the folder it changes into:
+    it is set here too, so the names recorded are the names the agent sees."""
+    if not isolation.enforced:
+        return Launch(argv, workspace, prompt_file, {})
+    fd = seccomp.file_descriptor() if isolation.unix_sockets_denied else None
+    command_ = command(
+        isolation,
+        argv,
+        workspace=workspace,
+        prompt_folder=prompt_folder,
+        programs=programs,
+        shared=shared,
+        seccomp_fd=fd,
+    )
+    inside = f"{PROMPT_FOLDER}/{os.path.basename(prompt_file)}"
+    return Launch(tuple(command_), WORKSPACE, inside, {"PWD": WORKSPACE}, fd)
+
+
+def close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def check_share(path: str, refused: Sequence[str]) -> str:

@@ -15,18 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from governance.continuation import prompt, seccomp
-from governance.continuation.delivery import (
-    PROMPT_NAME,
-    PROMPT_VARIABLE,
-    Delivery,
-    prepare,
-    read_back,
-)
+from governance.continuation import prompt
+from governance.continuation.delivery import PROMPT_VARIABLE, Delivery, prepare, read_back
 from governance.continuation.delivery import remove as remove_input
 from governance.continuation.evidence import AgentRun
-from governance.continuation.isolation import PROMPT_FOLDER, WORKSPACE, Isolation, not_isolated
-from governance.continuation.isolation import command as isolated_command
+from governance.continuation.isolation import Isolation, close_quietly, launch, not_isolated
 from governance.continuation.limits import Limits, limiter, limits_for, make_undumpable
 from governance.continuation.preflight import agent_environment, agent_path, program_chain
 from governance.continuation.processes import Process, alive, kill_matching, list_processes
@@ -346,17 +339,6 @@ def _finish(agent: _Agent, selector: selectors.BaseSelector) -> AgentRun:
     return agent.result(observe(agent.workspace), read_back(agent.delivery))
 
 
-def _close_quietly(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.close(fd)
-
-
-def _environment(isolation: Isolation, env: dict[str, str]) -> dict[str, str]:
-    # bwrap sets PWD to the folder it changes into; set it ourselves, so the
-    # names recorded are exactly the names the agent sees.
-    return {**env, "PWD": WORKSPACE} if isolation.enforced else env
-
-
 def run_agents(
     capsule: bytes,
     commands: Sequence[tuple[str, ...]],
@@ -386,32 +368,24 @@ def run_agents(
                 cleanup.callback(remove_workspace, workspace)
                 delivery = prepare(slot, capsule, prompt_text)
                 cleanup.callback(remove_input, delivery.folder)
-                home, prompt_file, command = workspace, delivery.prompt_path, argv
-                seccomp_fd = None
-                if isolation.enforced:
-                    home, prompt_file = WORKSPACE, f"{PROMPT_FOLDER}/{PROMPT_NAME}"
-                    if isolation.unix_sockets_denied:
-                        seccomp_fd = seccomp.file_descriptor()
-                        cleanup.callback(_close_quietly, seccomp_fd)
-                    command = tuple(
-                        isolated_command(
-                            isolation,
-                            argv,
-                            workspace=workspace,
-                            prompt_folder=delivery.folder,
-                            programs=program_chain(argv[0], agent_path(passed, environ)),
-                            shared=shared,
-                            seccomp_fd=seccomp_fd,
-                        )
-                    )
+                how = launch(
+                    isolation,
+                    argv,
+                    workspace=workspace,
+                    prompt_folder=delivery.folder,
+                    prompt_file=delivery.prompt_path,
+                    programs=program_chain(argv[0], agent_path(passed, environ)),
+                    shared=shared,
+                )
+                if how.seccomp_fd is not None:
+                    cleanup.callback(close_quietly, how.seccomp_fd)
+                env = agent_environment(slot, how.home, how.prompt_file, passed, environ)
                 agents.append(
                     _Agent(
                         slot=slot,
                         argv=argv,
                         run_as=run_as,
-                        env=_environment(
-                            isolation, agent_environment(slot, home, prompt_file, passed, environ)
-                        ),
+                        env={**env, **how.env},
                         passed=tuple(passed),
                         limits=limits_for(run_as),
                         workspace=workspace,
@@ -419,8 +393,8 @@ def run_agents(
                         delivery=delivery,
                         timeout=timeout,
                         isolation=isolation,
-                        command=command,
-                        seccomp_fd=seccomp_fd,
+                        command=how.command,
+                        seccomp_fd=how.seccomp_fd,
                     )
                 )
             for agent in agents:
