@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from governance.cli import build_parser, main
+from governance.cli import COMMANDS, build_parser, main
 from support.gitrepo import Repo
 
 EXIT_LINES = ["0  success", "1  a verification", "2  bad usage", "3  a source", "4  over budget"]
@@ -111,3 +111,18 @@ def test_python_dash_m_governance(repo: Repo) -> None:
     )
     assert done.returncode == 2
     assert "invalid_revision" in done.stderr
+
+
+def test_a_mistyped_command_lists_every_command(capsys) -> None:
+    assert main(["bild", "packets/P-1/packet.yml"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'bild'" in err
+    assert all(f"'{name}'" in err for name in COMMANDS)
+
+
+def test_top_level_help_lists_every_command(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMANDS)
