@@ -19,6 +19,11 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
     ``records`` or ``push``) on the repository of the current directory, print its
     failures on stdout and a summary on stderr."""
     name = parser.prog
+    if argv is None:
+        # Started as a hook: paths in UTF-8 whatever the locale (see governance.utf8).
+        from governance.utf8 import ensure_utf8_mode  # noqa: PLC0415 (defers locale, codecs)
+
+        ensure_utf8_mode()
 
     def body() -> int:
         args = parser.parse_args(argv)
