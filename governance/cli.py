@@ -80,7 +80,7 @@ def build_parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentPar
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         # Started as a command (not called with arguments): paths in UTF-8 whatever the locale.
-        from governance.utf8 import ensure_utf8_mode  # noqa: PLC0415 (defers locale, codecs)
+        from governance.commands._utf8 import ensure_utf8_mode  # noqa: PLC0415 (defers locale, codecs)
 
         ensure_utf8_mode()
     arguments = list(sys.argv[1:] if argv is None else argv)

@@ -20,8 +20,8 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
     failures on stdout and a summary on stderr."""
     name = parser.prog
     if argv is None:
-        # Started as a hook: paths in UTF-8 whatever the locale (see governance.utf8).
-        from governance.utf8 import ensure_utf8_mode  # noqa: PLC0415 (defers locale, codecs)
+        # Started as a hook: paths in UTF-8 whatever the locale (see governance.commands._utf8).
+        from governance.commands._utf8 import ensure_utf8_mode  # noqa: PLC0415 (defers locale, codecs)
 
         ensure_utf8_mode()
 
