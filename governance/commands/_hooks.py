@@ -63,4 +63,5 @@ def _push_report(repo: Any, remote: str | None) -> Any:
     pushes = from_pre_commit(os.environ)
     if pushes is None:
         pushes = parse_push_lines(sys.stdin.read())
-    return push_guard(repo, pushes, remote)
+    # pre-commit passes a hook no arguments; it names the remote in its environment.
+    return push_guard(repo, pushes, remote or os.environ.get("PRE_COMMIT_REMOTE_NAME"))
