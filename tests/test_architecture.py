@@ -14,15 +14,15 @@ DOC = ROOT / "docs" / "architecture.md"
 
 
 def _sections() -> dict[str, str]:
-    """The text of each ``## `folder/` `` section, by folder ("" for governance/)."""
+    """The text of each ``### `folder/` `` section, by folder ("" for governance/)."""
     found: dict[str, str] = {}
     current = None
     for line in DOC.read_text(encoding="utf-8").splitlines():
-        heading = re.fullmatch(r"## `([a-z_]+)/`", line)
+        heading = re.fullmatch(r"### `([a-z_]+)/`", line)
         if heading:
             current = "" if heading[1] == "governance" else heading[1]
             found[current] = ""
-        elif line.startswith("## "):
+        elif line.startswith(("## ", "### ")):
             current = None
         elif current is not None:
             found[current] += line + "\n"
@@ -46,7 +46,7 @@ def test_every_module_is_named_in_its_folders_section() -> None:
     missing = []
     for folder, name in _modules():
         where = f"governance/{folder}/{name}" if folder else f"governance/{name}"
-        heading = f"## `{folder or 'governance'}/`"
+        heading = f"### `{folder or 'governance'}/`"
         if folder not in sections:
             missing.append(f"{where}: add a section {heading} to docs/architecture.md")
         elif f"`{name}`" not in sections[folder]:
