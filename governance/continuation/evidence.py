@@ -13,8 +13,9 @@ from governance.continuation.delivery import PROMPT_VARIABLE, Delivery
 from governance.continuation.isolation import PROMPT_FOLDER, WORKSPACE, Isolation, not_isolated
 from governance.continuation.limits import Limits
 from governance.continuation.processes import MAX_LISTED_PROCESSES, Process, listed
+from governance.continuation.result import MAX_RESULT_TEXT
 from governance.continuation.users import RunAs
-from governance.continuation.verdict import MAX_RESULT_TEXT, Attestation
+from governance.continuation.verdict import Attestation
 from governance.continuation.workspace import Observation, workspace_change
 from governance.core.hashing import sha256_hex
 from governance.output import shown

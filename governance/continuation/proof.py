@@ -22,16 +22,14 @@ from governance.continuation.preflight import (
     check_pass_env,
     parse_command,
 )
+from governance.continuation.result import MAX_RESULT_BYTES, MAX_RESULT_TEXT, parse_result
 from governance.continuation.supervision import run_agents
 from governance.continuation.users import agent_users
 from governance.continuation.verdict import (
-    MAX_RESULT_BYTES,
-    MAX_RESULT_TEXT,
     Attestation,
     Submission,
     Verdict,
     evaluate,
-    parse_result,
     slot_name,
 )
 from governance.core import canonical

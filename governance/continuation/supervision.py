@@ -7,27 +7,24 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import Any
 
 from governance.continuation import prompt
-from governance.continuation.delivery import PROMPT_VARIABLE, Delivery, prepare, read_back
+from governance.continuation.agent import RunningAgent
+from governance.continuation.delivery import prepare, read_back
 from governance.continuation.delivery import remove as remove_input
 from governance.continuation.evidence import AgentRun
 from governance.continuation.isolation import Isolation, close_quietly, launch, not_isolated
-from governance.continuation.limits import Limits, limiter, limits_for, make_undumpable
+from governance.continuation.limits import limiter, limits_for, make_undumpable
 from governance.continuation.preflight import agent_environment, agent_path, program_chain
-from governance.continuation.processes import Process, alive, kill_matching, list_processes
+from governance.continuation.result import MAX_RESULT_BYTES
 from governance.continuation.stopping import StopSignals
 from governance.continuation.users import SLOTS, RunAs
-from governance.continuation.verdict import MAX_RESULT_BYTES
 from governance.continuation.workspace import (
-    Observation,
     make_workspace,
     observe,
     remove_workspace,
@@ -46,139 +43,13 @@ POLL_SECONDS = 0.05
 EOF_GRACE_SECONDS = 0.5
 # After a kill, how long to wait for the pipes to close before giving up on them.
 KILL_GRACE_SECONDS = 2.0
-# How long an isolated agent's namespace may take to go once bwrap has exited.
-SETTLE_SECONDS = 1.0
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@dataclass
-class _Agent:
-    """An agent while it runs: what it was given, and what came back so far."""
-
-    slot: str
-    argv: tuple[str, ...]
-    run_as: RunAs
-    env: dict[str, str]
-    passed: tuple[str, ...]
-    limits: Limits
-    workspace: str
-    before: Observation
-    delivery: Delivery
-    timeout: float
-    isolation: Isolation
-    # What is executed: argv itself, or bwrap running it isolated.
-    command: tuple[str, ...] = ()
-    # The seccomp filter bwrap reads, handed to it and closed here once started.
-    seccomp_fd: int | None = None
-    started_at: str = ""
-    clock: float = 0.0
-    process: subprocess.Popen[bytes] | None = None
-    start_error: str | None = None
-    stdin: memoryview = field(default_factory=lambda: memoryview(b""))
-    stdout: bytearray = field(default_factory=bytearray)
-    stdout_truncated: bool = False
-    stderr_tail: bytearray = field(default_factory=bytearray)
-    stderr_bytes: int = 0
-    exit_status: int | None = None
-    exited_at: float | None = None
-    timed_out: bool = False
-    output_held: list[str] = field(default_factory=list)
-    give_up_at: float | None = None
-    left_running: dict[int, Process] = field(default_factory=dict)
-    survivors: list[Process] = field(default_factory=list)
-    stdin_bytes: int = 0
-    pipes: dict[int, tuple[str, IO[bytes]]] = field(default_factory=dict)
-    ended_at: str = ""
-    duration_ms: int = 0
-
-    @property
-    def deadline(self) -> float:
-        return self.clock + self.timeout
-
-    @property
-    def done(self) -> bool:
-        return self.process is None or (
-            (self.exit_status is not None or self.give_up_at is not None) and not self.open_output
-        )
-
-    @property
-    def open_output(self) -> list[str]:
-        return sorted(name for name, _ in self.pipes.values() if name != "stdin")
-
-    def belongs(self, process: Process) -> bool:
-        """Is ``process`` this agent's? Its dedicated uid says so wherever the
-        process went; without one, only its session does (``setsid`` escapes)."""
-        if self.run_as.dedicated:
-            return self.run_as.uid in process.uids
-        return self.process is not None and process.session == self.process.pid
-
-    def settle(self) -> None:
-        """Isolated, an agent that ended takes its PID namespace with it: bwrap
-        reports the exit a moment before the namespace's first process is gone.
-        Give that teardown a moment, so only what really outlived it counts as
-        left running."""
-        if self.process is None or not self.isolation.enforced:
-            return
-        deadline = time.monotonic() + SETTLE_SECONDS
-        while time.monotonic() < deadline:
-            if not any(alive(p) and self.belongs(p) for p in list_processes()):
-                return
-            time.sleep(0.01)
-
-    def kill(self) -> None:
-        """Kill the agent and everything of it that still runs, noting the rest."""
-        if self.process is None:
-            return
-        if self.process.returncode is not None and not self.run_as.dedicated:
-            return  # reaped: its pid, and so its session id, may belong to another now
-        killed, survivors = kill_matching(self.belongs)
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                # Its session's first group too (already covered by the above);
-                # the agent is unreaped, so that id is still its own.
-                os.killpg(self.process.pid, signal.SIGKILL)
-        for process in killed:
-            if process.pid != self.process.pid:
-                self.left_running.setdefault(process.pid, process)
-        self.survivors = survivors
-
-    def result(self, after: Observation, prompt_after: str | None) -> AgentRun:
-        return AgentRun(
-            slot=self.slot,
-            argv=self.argv,
-            run_as=self.run_as,
-            env_names=tuple(sorted(self.env)),
-            passed_env=self.passed,
-            limits=self.limits,
-            started_at=self.started_at,
-            ended_at=self.ended_at,
-            duration_ms=self.duration_ms,
-            timeout=self.timeout,
-            start_error=self.start_error,
-            exit_status=self.exit_status,
-            timed_out=self.timed_out,
-            stdout=bytes(self.stdout),
-            stdout_truncated=self.stdout_truncated,
-            stderr_tail=bytes(self.stderr_tail),
-            stderr_bytes=self.stderr_bytes,
-            output_held=tuple(self.output_held),
-            left_running=tuple(self.left_running.values()),
-            survivors=tuple(self.survivors),
-            stdin_bytes=self.stdin_bytes,
-            workspace=self.workspace,
-            before=self.before,
-            after=after,
-            delivery=self.delivery,
-            prompt_after=prompt_after,
-            isolation=self.isolation,
-            prompt_file=self.env[PROMPT_VARIABLE],
-        )
-
-
-def _start(agent: _Agent, capsule: bytes, selector: selectors.BaseSelector) -> None:
+def _start(agent: RunningAgent, capsule: bytes, selector: selectors.BaseSelector) -> None:
     options: dict[str, Any] = {}
     if agent.run_as.dedicated:
         options = {"user": agent.run_as.uid, "group": agent.run_as.gid, "extra_groups": []}
@@ -219,7 +90,7 @@ def _start(agent: _Agent, capsule: bytes, selector: selectors.BaseSelector) -> N
         agent.pipes[stream.fileno()] = (name, stream)
 
 
-def _close(agent: _Agent, fd: int, selector: selectors.BaseSelector) -> None:
+def _close(agent: RunningAgent, fd: int, selector: selectors.BaseSelector) -> None:
     pipe = agent.pipes.pop(fd, None)
     if pipe is not None:
         selector.unregister(fd)
@@ -241,7 +112,7 @@ def _exit_status(pid: int) -> int | None:
     return -ended.si_status
 
 
-def _transfer(agent: _Agent, fd: int, name: str, selector: selectors.BaseSelector) -> None:
+def _transfer(agent: RunningAgent, fd: int, name: str, selector: selectors.BaseSelector) -> None:
     try:
         if name == "stdin":
             written = os.write(fd, agent.stdin[:READ_CHUNK])
@@ -272,7 +143,7 @@ def _transfer(agent: _Agent, fd: int, name: str, selector: selectors.BaseSelecto
             agent.give_up_at = time.monotonic() + KILL_GRACE_SECONDS
 
 
-def _advance(agent: _Agent, now: float, selector: selectors.BaseSelector) -> None:
+def _advance(agent: RunningAgent, now: float, selector: selectors.BaseSelector) -> None:
     """Move one agent on: notice its exit, its timeout, output held open after
     it exited, and pipes that will not close even after a kill."""
     process = agent.process
@@ -301,7 +172,7 @@ def _advance(agent: _Agent, now: float, selector: selectors.BaseSelector) -> Non
 
 
 def _supervise(
-    agents: Sequence[_Agent], selector: selectors.BaseSelector, stop: StopSignals
+    agents: Sequence[RunningAgent], selector: selectors.BaseSelector, stop: StopSignals
 ) -> None:
     """Feed, read and watch all agents from this one thread until each has
     ended and its output is closed (or given up on)."""
@@ -323,7 +194,7 @@ def _supervise(
             _transfer(agent, key.fd, name, selector)
 
 
-def _finish(agent: _Agent, selector: selectors.BaseSelector) -> AgentRun:
+def _finish(agent: RunningAgent, selector: selectors.BaseSelector) -> AgentRun:
     """Kill what the agent left, reap it, and look at its workspace again."""
     if agent.process is not None:
         for fd in list(agent.pipes):
@@ -357,7 +228,7 @@ def run_agents(
     shown to both, read-only)."""
     environ = os.environ if environ is None else environ
     make_undumpable()
-    agents: list[_Agent] = []
+    agents: list[RunningAgent] = []
     selector = selectors.DefaultSelector()
     with StopSignals() as stop, contextlib.ExitStack() as cleanup:
         cleanup.callback(selector.close)
@@ -381,7 +252,7 @@ def run_agents(
                     cleanup.callback(close_quietly, how.seccomp_fd)
                 env = agent_environment(slot, how.home, how.prompt_file, passed, environ)
                 agents.append(
-                    _Agent(
+                    RunningAgent(
                         slot=slot,
                         argv=argv,
                         run_as=run_as,

@@ -20,7 +20,7 @@ from governance.errors import UsageError
 from governance.guards.check import Failure, check_packets, find_packets
 from governance.guards.hooks import GuardReport, stray_failure
 from governance.guards.record_check import check_record
-from governance.history.record_rules import Tips
+from governance.history.reachability import Tips
 from governance.history.records import is_record_path, stray_in_records_folder
 
 ZERO = "0" * 40

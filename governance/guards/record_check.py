@@ -14,12 +14,11 @@ from governance.core.snapshot import Snapshot
 from governance.core.words import listed
 from governance.errors import EXIT_DRIFT, REPLAY_DIFFERS, CapsuleError, record_advice
 from governance.guards.check import Failure, one_line
+from governance.history.reachability import Tips, branch_tips
 from governance.history.record_rules import (
     DRIFT,
     Rule,
-    Tips,
     Verdict,
-    branch_tips,
     judge,
     judge_blob,
     read_record,

@@ -20,6 +20,7 @@ from governance.errors import WAIVER_UNUSED
 from governance.history.globs import PathGlobs
 from governance.history.pool import Item, regular, replay_items, shard, work_items
 from governance.history.ranges import Range, parse_range
+from governance.history.reachability import introduced_by
 from governance.history.record_rules import (
     DRIFT,
     ERROR,
@@ -27,7 +28,6 @@ from governance.history.record_rules import (
     BlobOutcome,
     Rule,
     Verdict,
-    introduced_by,
     judge,
 )
 from governance.history.records import RECORDS_GLOB

@@ -50,7 +50,6 @@ from governance.core.snapshot import (
     commit_tree,
 )
 from governance.errors import (
-    COMMIT_UNREACHABLE,
     EXIT_DRIFT,
     RECORD_MISPLACED,
     RECORD_NOT_FILE,
@@ -65,6 +64,7 @@ from governance.errors import (
     SourceError,
     coded,
 )
+from governance.history.reachability import Tips, unreachable
 from governance.history.records import expected_path
 from governance.history.replay import Difference, declared_commit, replay_capsule
 
@@ -190,71 +190,6 @@ def misplaced(path: str, packet_id: str, declared: str) -> RecordMisplaced | Non
         f"a record of {packet_id} built at {declared[:12]} belongs at {expected}, not at this "
         "path; move it there",
         expected=expected,
-    )
-
-
-# --- rule 5: is its commit reachable ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tips:
-    """The commits whose history a record's commit must be in, and their name
-    for a message."""
-
-    commits: tuple[str, ...]
-    where: str
-
-
-def introduced_by(commit: str) -> Tips:
-    """Audit's tips: the commit that introduced the record version."""
-    return Tips((commit,), f"{commit[:12]}, which introduced this record")
-
-
-def _merge_heads(repo: pygit2.Repository) -> list[str]:
-    """The commits being merged, while a merge is in progress.
-
-    A merge stopped for conflicts (committed later with ``git commit``, which
-    runs pre-commit) names them in MERGE_HEAD, one per line. While ``git
-    merge`` runs the pre-merge-commit hook, MERGE_HEAD is not written yet; git
-    names each merged commit in its environment instead, as ``GITHEAD_<id>``
-    (the label merge strategies show for it).
-    """
-    names: list[str] = [
-        key.removeprefix("GITHEAD_") for key in os.environ if key.startswith("GITHEAD_")
-    ]
-    try:
-        with open(os.path.join(repo.path, "MERGE_HEAD"), encoding="ascii") as file:
-            names += file.read().split()
-    except (OSError, UnicodeDecodeError):
-        pass
-    return [name for name in names if FULL_COMMIT.fullmatch(name)]
-
-
-def branch_tips(repo: pygit2.Repository) -> Tips:
-    """The hook's and replay's tips: HEAD, and during a merge the commits being
-    merged: the history the next commit extends."""
-    if repo.head_is_unborn:
-        return Tips((), "HEAD (there are no commits yet)")
-    head = str(repo.head.target)
-    merging = _merge_heads(repo)
-    where = f"HEAD ({head[:12]})" + (" or of the commit being merged" if merging else "")
-    return Tips((head, *merging), where)
-
-
-def unreachable(repo: pygit2.Repository, declared: str, tips: Tips) -> SourceError | None:
-    """None when ``declared`` is one of ``tips`` or an ancestor of one; else
-    ``commit_unreachable``."""
-    for tip in tips.commits:
-        try:
-            if tip == declared or repo.descendant_of(tip, declared):
-                return None
-        except (pygit2.GitError, ValueError, KeyError):
-            continue  # not a commit of this repository: no history to be in
-    return SourceError(
-        f"declared commit {declared[:12]} is not in the history of {tips.where}: amended, "
-        "rebased away, or from another branch",
-        code=COMMIT_UNREACHABLE,
-        commit=declared,
     )
 
 
