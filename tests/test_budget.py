@@ -54,9 +54,23 @@ def test_over_budget_lists_each_part() -> None:
     }
 
 
+def _plain_climb(document: dict[str, object]) -> bytes:
+    # The climb the fixpoint used to make, serialising at every step.
+    budget_ = document["budget"]
+    assert isinstance(budget_, dict)
+    n_bytes = 0
+    while True:
+        budget_["bytes"] = n_bytes
+        budget_["estimated_tokens"] = budget.estimate_tokens(n_bytes)
+        plain = canonical.dumps(document)
+        if len(plain) == n_bytes:
+            return plain
+        n_bytes = len(plain)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=3000))
-def test_fixpoint_serialises_twice_and_agrees_with_the_plain_climb(text: str) -> None:
+def test_fixpoint_with_another_serialiser_serialises_twice_and_agrees(text: str) -> None:
     calls: list[int] = []
 
     def counted(value: object) -> bytes:
@@ -65,13 +79,32 @@ def test_fixpoint_serialises_twice_and_agrees_with_the_plain_climb(text: str) ->
 
     data = budget.fixpoint({"text": text, "budget": {}}, counted)
     assert len(calls) == 2
-    # The climb the fixpoint used to make, serialising at every step.
-    document: dict[str, object] = {"text": text, "budget": {}}
-    n_bytes = 0
-    while True:
-        document["budget"] = {"bytes": n_bytes, "estimated_tokens": budget.estimate_tokens(n_bytes)}
-        plain = canonical.dumps(document)
-        if len(plain) == n_bytes:
-            break
-        n_bytes = len(plain)
-    assert data == plain
+    assert data == _plain_climb({"text": text, "budget": {}})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=3000),
+    st.sampled_from(["a", "budgeT", "budget0", "c", "z"]),
+    st.sampled_from([{}, {"estimator": "x"}, {"a": 1}, {"bytez": 2, "target_tokens": 9}]),
+)
+def test_fixpoint_writing_the_numbers_in_place_is_the_plain_climb(
+    text: str, key: str, extra: dict[str, object]
+) -> None:
+    # Whether or not "budget" leads the file ("a" sorts before it) and its two
+    # numbers lead it ("a" does not sort after "bytes"): the bytes are those
+    # of serialising the document with the numbers the climb ends at.
+    def document() -> dict[str, object]:
+        return {key: text, "budget": {**extra, "bytes": 0, "estimated_tokens": 0}}
+
+    built = document()
+    data = budget.fixpoint(built, canonical.dumps)
+    assert data == _plain_climb(document())
+    assert canonical.dumps(built) == data
+
+
+def test_fixpoint_in_place_across_digit_boundaries() -> None:
+    for pad in [*range(0, 40), *range(280, 320), *range(2980, 3020)]:
+        document = {"text": "x" * pad, "budget": {"bytes": 0, "estimated_tokens": 0}}
+        data = budget.fixpoint(document, canonical.dumps)
+        assert data == _plain_climb({"text": "x" * pad, "budget": {}})

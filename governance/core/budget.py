@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from governance.core import canonical
 from governance.errors import BudgetError, CapsuleError
 
 
@@ -39,6 +40,13 @@ class Cost:
         return estimate_tokens(self.n_bytes)
 
 
+# How a canonical capsule begins: "budget" is the first key of the file, and
+# "bytes" and "estimated_tokens" the first two of it (keys sort by code point).
+_LEAD = b'{"budget":{"bytes":'
+_MIDDLE = b',"estimated_tokens":'
+_ZEROS = _LEAD + b"0" + _MIDDLE + b"0"
+
+
 def fixpoint(document: dict[str, Any], dumps: Callable[[Any], bytes]) -> bytes:
     """Fill ``budget.bytes`` and ``budget.estimated_tokens`` so they describe the
     very file that contains them.
@@ -49,17 +57,36 @@ def fixpoint(document: dict[str, Any], dumps: Callable[[Any], bytes]) -> bytes:
     budget = document["budget"]
     # Both numbers are written as plain decimal digits, so the length of the
     # file with any other pair of numbers is known from one serialisation:
-    # climb the same sequence by arithmetic, then serialise once more.
+    # climb the same sequence by arithmetic.
     budget["bytes"] = 0
     budget["estimated_tokens"] = 0
-    base = len(dumps(document)) - 2
+    zeros = dumps(document)
+    base = len(zeros) - 2
     n_bytes = 0
     for _ in range(16):
         length = base + len(str(n_bytes)) + len(str(estimate_tokens(n_bytes)))
         if length == n_bytes:
             break
         n_bytes = length
-    # The check (and, should it ever miss, the plain climb from there).
+    budget["bytes"] = n_bytes
+    budget["estimated_tokens"] = estimate_tokens(n_bytes)
+    if zeros.startswith(_ZEROS) and dumps is canonical.dumps:
+        # The two numbers lead the canonical file, and nothing else in it
+        # depends on them: write them in place of the zeros instead of
+        # serialising again.
+        data = b"".join(
+            (
+                _LEAD,
+                b"%d" % n_bytes,
+                _MIDDLE,
+                b"%d" % estimate_tokens(n_bytes),
+                zeros[len(_ZEROS) :],
+            )
+        )
+        if len(data) == n_bytes:
+            return data
+    # Another serialiser, or a document where the budget does not lead: check
+    # by serialising (and, should it ever miss, climb plainly from there).
     for _ in range(16):
         budget["bytes"] = n_bytes
         budget["estimated_tokens"] = estimate_tokens(n_bytes)
