@@ -8,6 +8,8 @@ import pygit2
 import pytest
 
 from governance.core.hashing import sha256_hex
+from governance.core.locator import check_path
+from governance.errors import SourceError
 from support.gitrepo import Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
@@ -276,6 +278,19 @@ def test_fail_unsafe_path(cli, repo: Repo, locator: str) -> None:
 def test_fail_nul_in_path(cli, repo: Repo) -> None:
     set_reads(repo, ["docs/a\x00b.md"])
     fail(cli, repo, "unsafe_path")
+
+
+@pytest.mark.parametrize("char", ["\x01", "\t", "\n", "\r", "\x1b", "\x1f", "\x7f"])
+def test_every_c0_control_and_del_in_a_path_is_unsafe(char: str) -> None:
+    with pytest.raises(SourceError) as info:
+        check_path(f"docs/a{char}b.md")
+    assert info.value.code == "unsafe_path"
+    assert "control character" in info.value.message
+
+
+@pytest.mark.parametrize("char", [" ", "\x80", "\x9b", "\u202e", "\u00e9"])
+def test_what_is_not_a_c0_control_or_del_stays_in_a_path(char: str) -> None:
+    assert check_path(f"docs/a{char}b.md") == f"docs/a{char}b.md"
 
 
 def test_fail_non_utf8_source(cli, repo: Repo) -> None:

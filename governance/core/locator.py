@@ -3,9 +3,13 @@ and the path-safety rules."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from governance.errors import SourceError
+
+# C0 controls and DEL (check_path names NUL on its own, before these).
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ def check_path(path: str, *, locator: str | None = None) -> str:
         raise unsafe("empty")
     if "\x00" in path:
         raise unsafe("contains NUL")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+    if _CONTROL.search(path):
         raise unsafe("contains a control character")
     if "\\" in path:
         raise unsafe("contains a backslash")
