@@ -109,6 +109,12 @@ def catalogue(head: str) -> list[Hostile]:
             _edited("packets/P-1/capsules/indented.json", _indented),
         ),
         Hostile(
+            "duplicate key",
+            "capsule_malformed",
+            "the genuine record with a key written twice, which a plain JSON parse takes",
+            _edited("packets/P-1/capsules/twice.json", lambda d: b'{"id":"P-0",' + d[1:]),
+        ),
+        Hostile(
             "oversized",
             "record_too_large",
             "one byte over the 16 MiB a record may have",
