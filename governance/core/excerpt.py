@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from governance.core.headings import Heading
     from governance.core.locator import Selector
     from governance.core.snapshot import Snapshot, Source
-    from governance.core.tree import Match, Tree
+    from governance.core.tree import Match
 
 # An error lists at most this many candidates in its message; its details list all.
 _SHOWN = 20
@@ -85,12 +85,36 @@ def check_heading_source(
         )
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """What every heading read of one blob shares: its decoded text's digest,
+    its lines and its heading tree."""
+
+    source_sha256: str
+    lines: list[bytes]
+    tree: Tree
+
+
+def parse_source(
+    data: bytes,
+    *,
+    locator: str,
+    headings: Callable[[str], Sequence[Heading]] | None = None,
+) -> Parsed:
+    """Decode ``data`` (failing closed for ``locator``) and parse its headings
+    (``headings`` may memoise the parse per blob)."""
+    text = decode_source(data, locator=locator)
+    lines = split_lines(data)
+    parsed = headings(text) if headings is not None else parse_headings(text)
+    return Parsed(sha256_hex(data), lines, Tree(parsed, len(lines)))
+
+
 def excerpt_of(snapshot: Snapshot, selector: Selector, source: Source) -> Excerpt:
     """``select`` through the snapshot's per-run cache: an excerpt is a pure
-    function of the blob and the locator; the parsed headings, of the blob
-    alone, so other locators into the same file share one parse."""
+    function of the blob and the locator; the parsed file (headings, lines,
+    tree), of the blob alone, so other locators into the same file share it."""
 
-    def parse(text: str) -> Sequence[Heading]:
+    def headings(text: str) -> Sequence[Heading]:
         return snapshot.memo(
             "headings",
             source,
@@ -98,10 +122,23 @@ def excerpt_of(snapshot: Snapshot, selector: Selector, source: Source) -> Excerp
             weight=lambda found: sum(128 + 2 * len(h.text) for h in found),
         )
 
+    def compute() -> Excerpt:
+        data = snapshot.read(source)
+        if selector.slug is None:
+            return select(selector, source, data)
+        parsed = snapshot.memo(
+            "parsed",
+            source,
+            lambda: parse_source(data, locator=selector.locator, headings=headings),
+            # The lines hold the blob's bytes again; the tree, a few entries a heading.
+            weight=lambda found: len(data) + 64 * len(found.lines) + 256 * len(found.tree.headings),
+        )
+        return section_excerpt(selector, source, parsed)
+
     return snapshot.memo(
         f"excerpt:{selector.locator}",
         source,
-        lambda: select(selector, source, snapshot.read(source), headings=parse),
+        compute,
         weight=lambda excerpt: 256 + 2 * len(excerpt.text),
     )
 
@@ -115,29 +152,32 @@ def select(
 ) -> Excerpt:
     """Select the whole file, or one heading's complete section, failing closed.
     ``headings`` parses the decoded text (a caller may memoise it per blob)."""
+    if selector.slug is not None:
+        parsed = parse_source(data, locator=selector.locator, headings=headings)
+        return section_excerpt(selector, source, parsed)
     text = decode_source(data, locator=selector.locator)
     source_sha = sha256_hex(data)
-    if selector.slug is None:
-        return Excerpt(
-            locator=selector.locator,
-            path=selector.path,
-            heading=None,
-            first_line=1,
-            last_line=line_count(data),
-            blob_id=source.blob_id,
-            source_sha256=source_sha,
-            selected_sha256=source_sha,
-            text=text,
-        )
+    return Excerpt(
+        locator=selector.locator,
+        path=selector.path,
+        heading=None,
+        first_line=1,
+        last_line=line_count(data),
+        blob_id=source.blob_id,
+        source_sha256=source_sha,
+        selected_sha256=source_sha,
+        text=text,
+    )
 
-    lines = split_lines(data)
-    parsed = headings(text) if headings is not None else parse_headings(text)
-    tree = Tree(parsed, len(lines))
+
+def section_excerpt(selector: Selector, source: Source, parsed: Parsed) -> Excerpt:
+    """The complete section of the one heading ``selector`` names, failing closed."""
+    tree = parsed.tree
     match = tree.match(selector.slugs)
     if match.named is None:
         raise _unnamed(selector, tree, match)
     section = tree.sections[match.named]
-    selected = b"".join(lines[section.first_line - 1 : section.last_line])
+    selected = b"".join(parsed.lines[section.first_line - 1 : section.last_line])
     return Excerpt(
         locator=selector.locator,
         path=selector.path,
@@ -145,7 +185,7 @@ def select(
         first_line=section.first_line,
         last_line=section.last_line,
         blob_id=source.blob_id,
-        source_sha256=source_sha,
+        source_sha256=parsed.source_sha256,
         selected_sha256=sha256_hex(selected),
         # Decoding the slice of a valid UTF-8 file at line ends cannot fail.
         text=selected.decode("utf-8"),
