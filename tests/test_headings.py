@@ -4,6 +4,7 @@ import json
 import logging
 import re
 import string
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,13 +27,22 @@ _FIXTURES: list[dict[str, str]] = json.loads(
 )
 
 
-def _slugs(text: str) -> list[str]:
-    return [heading.slug for heading in parse_headings(text)]
+Parse = Callable[[str], list[Heading]]
+# Every heading test runs twice: through parse_headings (the line scan where it
+# answers) and through the markdown-it parse alone.
+BOTH = pytest.mark.parametrize(
+    "parse", [parse_headings, headings._parse_fully], ids=["scan_first", "markdown_it"]
+)
 
 
-def test_atx_levels_and_lines() -> None:
+def _slugs(parse: Parse, text: str) -> list[str]:
+    return [heading.slug for heading in parse(text)]
+
+
+@BOTH
+def test_atx_levels_and_lines(parse: Parse) -> None:
     text = "# One\n## Two\n### Three\n#### Four\n##### Five\n###### Six\n####### Seven\n"
-    headings = parse_headings(text)
+    headings = parse(text)
     assert [(h.level, h.text, h.line, h.end_line) for h in headings] == [
         (1, "One", 1, 1),
         (2, "Two", 2, 2),
@@ -43,28 +53,32 @@ def test_atx_levels_and_lines() -> None:
     ]
 
 
-def test_closing_hashes_are_not_text() -> None:
-    assert parse_headings("## Closed ##\n### Also   ###   \n") == [
+@BOTH
+def test_closing_hashes_are_not_text(parse: Parse) -> None:
+    assert parse("## Closed ##\n### Also   ###   \n") == [
         Heading(line=1, end_line=1, level=2, text="Closed", slug="closed"),
         Heading(line=2, end_line=2, level=3, text="Also", slug="also"),
     ]
 
 
-def test_setext_headings_span_their_underline() -> None:
+@BOTH
+def test_setext_headings_span_their_underline(parse: Parse) -> None:
     text = "Intro\n\nBig\n===\n\nSmall\n---\n"
-    assert parse_headings(text) == [
+    assert parse(text) == [
         Heading(line=3, end_line=4, level=1, text="Big", slug="big"),
         Heading(line=6, end_line=7, level=2, text="Small", slug="small"),
     ]
 
 
-def test_multiline_setext_keeps_newline_which_the_slug_deletes() -> None:
-    (heading,) = parse_headings("First\nsecond  \nthird\n=====\n")
+@BOTH
+def test_multiline_setext_keeps_newline_which_the_slug_deletes(parse: Parse) -> None:
+    (heading,) = parse("First\nsecond  \nthird\n=====\n")
     assert (heading.line, heading.end_line) == (1, 4)
     assert heading.text == "First\nsecond\nthird"
     assert heading.slug == "firstsecondthird"
 
 
+@BOTH
 @pytest.mark.parametrize(
     "text",
     [
@@ -81,92 +95,107 @@ def test_multiline_setext_keeps_newline_which_the_slug_deletes() -> None:
         "\\# escaped\n",
     ],
 )
-def test_not_headings(text: str) -> None:
-    assert parse_headings(text) == []
+def test_not_headings(parse: Parse, text: str) -> None:
+    assert parse(text) == []
 
 
-def test_front_matter_keeps_line_numbers() -> None:
+@BOTH
+def test_front_matter_keeps_line_numbers(parse: Parse) -> None:
     text = "---\ntitle: Doc\ntags: [a]\n---\n# After\n\nBody\n---\n"
-    assert parse_headings(text) == [
+    assert parse(text) == [
         Heading(line=5, end_line=5, level=1, text="After", slug="after"),
         Heading(line=7, end_line=8, level=2, text="Body", slug="body"),
     ]
 
 
-def test_front_matter_must_start_on_line_one() -> None:
-    assert _slugs("\n---\n# Visible\n---\n") == ["visible"]
+@BOTH
+def test_front_matter_must_start_on_line_one(parse: Parse) -> None:
+    assert _slugs(parse, "\n---\n# Visible\n---\n") == ["visible"]
 
 
-def test_unclosed_front_matter_is_a_thematic_break() -> None:
-    assert parse_headings("---\n# Visible\n") == [
+@BOTH
+def test_unclosed_front_matter_is_a_thematic_break(parse: Parse) -> None:
+    assert parse("---\n# Visible\n") == [
         Heading(line=2, end_line=2, level=1, text="Visible", slug="visible")
     ]
 
 
-def test_block_quote_and_list_headings_count() -> None:
-    headings = parse_headings("> # Quoted\n\n- ## Listed\n")
+@BOTH
+def test_block_quote_and_list_headings_count(parse: Parse) -> None:
+    headings = parse("> # Quoted\n\n- ## Listed\n")
     assert [(h.line, h.level, h.slug) for h in headings] == [(1, 1, "quoted"), (3, 2, "listed")]
 
 
-def test_inline_code_is_kept() -> None:
-    assert _slugs("## The `foo` API\n") == ["the-foo-api"]
+@BOTH
+def test_inline_code_is_kept(parse: Parse) -> None:
+    assert _slugs(parse, "## The `foo` API\n") == ["the-foo-api"]
 
 
-def test_emphasis_and_link_markup_is_dropped() -> None:
-    (heading,) = parse_headings("## *Fast* [path](x)\n")
+@BOTH
+def test_emphasis_and_link_markup_is_dropped(parse: Parse) -> None:
+    (heading,) = parse("## *Fast* [path](x)\n")
     assert heading.text == "Fast path"
     assert heading.slug == "fast-path"
 
 
-def test_strikethrough_html_and_entities() -> None:
-    (heading,) = parse_headings("# ~~Old~~ <b>new</b> &amp; \\*star\\*\n")
+@BOTH
+def test_strikethrough_html_and_entities(parse: Parse) -> None:
+    (heading,) = parse("# ~~Old~~ <b>new</b> &amp; \\*star\\*\n")
     assert heading.text == "Old new & *star*"
     assert heading.slug == "old-new--star"
 
 
-def test_images_contribute_nothing() -> None:
-    (heading,) = parse_headings("# ![Logo *alt*](logo.png) Project\n")
+@BOTH
+def test_images_contribute_nothing(parse: Parse) -> None:
+    (heading,) = parse("# ![Logo *alt*](logo.png) Project\n")
     # GitHub keeps the space left behind by the image, hence the leading dash.
     assert heading.text == " Project"
     assert heading.slug == "-project"
 
 
-def test_autolink_text_is_kept() -> None:
-    assert _slugs("# See <https://example.com/a>\n") == ["see-httpsexamplecoma"]
+@BOTH
+def test_autolink_text_is_kept(parse: Parse) -> None:
+    assert _slugs(parse, "# See <https://example.com/a>\n") == ["see-httpsexamplecoma"]
 
 
-def test_symbols_and_ampersand() -> None:
-    assert _slugs("## C++ & Rust\n") == ["c--rust"]
+@BOTH
+def test_symbols_and_ampersand(parse: Parse) -> None:
+    assert _slugs(parse, "## C++ & Rust\n") == ["c--rust"]
 
 
-def test_slug_is_github_slug_of_text() -> None:
+@BOTH
+def test_slug_is_github_slug_of_text(parse: Parse) -> None:
     text = "# A *b* `c`\n## ![i](x) D <em>e</em>\nF\nG\n---\n"
-    for heading in parse_headings(text):
+    for heading in parse(text):
         assert heading.slug == github_slug(heading.text)
 
 
-def test_heading_after_table() -> None:
-    assert parse_headings("| a | b |\n|---|---|\n| 1 | 2 |\n# After\n") == [
+@BOTH
+def test_heading_after_table(parse: Parse) -> None:
+    assert parse("| a | b |\n|---|---|\n| 1 | 2 |\n# After\n") == [
         Heading(line=4, end_line=4, level=1, text="After", slug="after")
     ]
 
 
-def test_crlf_and_cr_line_numbers() -> None:
+@BOTH
+def test_crlf_and_cr_line_numbers(parse: Parse) -> None:
     text = "# One\r\n\r\nbody\r\n## Two\rtext\r### Three"
-    headings = parse_headings(text)
+    headings = parse(text)
     assert [(h.line, h.slug) for h in headings] == [(1, "one"), (4, "two"), (6, "three")]
     assert line_count(text.encode()) == 6
 
 
-def test_byte_order_mark_is_ignored() -> None:
-    assert parse_headings("\ufeff# Title\n") == [
+@BOTH
+def test_byte_order_mark_is_ignored(parse: Parse) -> None:
+    assert parse("\ufeff# Title\n") == [
         Heading(line=1, end_line=1, level=1, text="Title", slug="title")
     ]
 
 
-def test_heading_on_last_line_without_newline() -> None:
+@BOTH
+def test_heading_on_last_line_without_newline(parse: Parse) -> None:
     data = b"para\n\n# Last"
-    (heading,) = parse_headings(data.decode())
+    (heading,) = parse(data.decode())
     assert heading.line == line_count(data) == 3
 
 
@@ -191,8 +220,9 @@ def sections_for_slug(headings: list[Heading], total: int, slug: str) -> list[Se
     return [tree.sections[i] for i in tree.by_slug.get(slug, [])]
 
 
-def test_subsection_stays_inside_its_parent() -> None:
-    headings = parse_headings(_DOC)
+@BOTH
+def test_subsection_stays_inside_its_parent(parse: Parse) -> None:
+    headings = parse(_DOC)
     total = line_count(_DOC.encode())
     assert sections_for_slug(headings, total, "alpha") == [
         Section(heading=headings[1], first_line=3, last_line=6)
@@ -205,26 +235,30 @@ def test_subsection_stays_inside_its_parent() -> None:
     ]
 
 
-def test_last_section_runs_to_end_of_file() -> None:
-    headings = parse_headings(_DOC)
+@BOTH
+def test_last_section_runs_to_end_of_file(parse: Parse) -> None:
+    headings = parse(_DOC)
     (section,) = sections_for_slug(headings, 12, "next")
     assert (section.first_line, section.last_line) == (9, 12)
 
 
-def test_repeated_heading_gives_every_section() -> None:
-    headings = parse_headings(_DOC)
+@BOTH
+def test_repeated_heading_gives_every_section(parse: Parse) -> None:
+    headings = parse(_DOC)
     found = sections_for_slug(headings, 12, "beta")
     assert [(s.first_line, s.last_line) for s in found] == [(7, 8), (11, 12)]
     assert all(s.heading.slug == "beta" for s in found)
 
 
-def test_missing_slug_gives_nothing() -> None:
-    assert sections_for_slug(parse_headings(_DOC), 12, "gamma") == []
+@BOTH
+def test_missing_slug_gives_nothing(parse: Parse) -> None:
+    assert sections_for_slug(parse(_DOC), 12, "gamma") == []
 
 
-def test_setext_section_starts_at_its_text_line() -> None:
+@BOTH
+def test_setext_section_starts_at_its_text_line(parse: Parse) -> None:
     text = "Title\n=====\nbody\n\nSub\n---\nmore\n\nOther\n=====\n"
-    headings = parse_headings(text)
+    headings = parse(text)
     assert [(h.line, h.end_line, h.level) for h in headings] == [(1, 2, 1), (5, 6, 2), (9, 10, 1)]
     (section,) = sections_for_slug(headings, line_count(text.encode()), "title")
     assert (section.first_line, section.last_line) == (1, 8)
@@ -260,6 +294,7 @@ def test_split_lines_round_trips(data: bytes) -> None:
 _LINE_KINDS = ["# Heading", "## Sub heading", "paragraph text", "", "  ", "> # quoted"]
 
 
+@BOTH
 @given(
     st.lists(
         st.tuples(st.sampled_from(_LINE_KINDS), st.sampled_from(["\n", "\r\n", "\r"])),
@@ -269,13 +304,13 @@ _LINE_KINDS = ["# Heading", "## Sub heading", "paragraph text", "", "  ", "> # q
     st.booleans(),
 )
 def test_heading_lines_agree_with_split_lines(
-    rows: list[tuple[str, str]], terminate_last: bool
+    parse: Parse, rows: list[tuple[str, str]], terminate_last: bool
 ) -> None:
     text = "".join(body + end for body, end in rows)
     if not terminate_last:
         text = text[: -len(rows[-1][1])]
     lines = split_lines(text.encode())
-    headings = parse_headings(text)
+    headings = parse(text)
     expected = [
         number for number, line in enumerate(lines, start=1) if line.lstrip(b"> ").startswith(b"#")
     ]
@@ -288,14 +323,15 @@ def _escape(text: str) -> str:
     return "".join("\\" + ch if ch in string.punctuation else ch for ch in text)
 
 
-def test_github_rendered_fixture_document() -> None:
+@BOTH
+def test_github_rendered_fixture_document(parse: Parse) -> None:
     # github-slugger's fixtures are the anchors GitHub gave to a gist made of one "# input"
     # heading per case (or the case's markdownOverwrite, used where edge spaces matter).
     # Rebuilding that document and replaying the slugger's counter must give every anchor.
     document = "\n\n".join(
         entry.get("markdownOverwrite") or "# " + _escape(entry["input"]) for entry in _FIXTURES
     )
-    headings = parse_headings(document)
+    headings = parse(document)
     assert len(headings) == len(_FIXTURES) == 78
     occurrences: dict[str, int] = {}
     anchors: list[str] = []
@@ -310,11 +346,12 @@ def test_github_rendered_fixture_document() -> None:
     assert [h.text for h in headings] == [entry["input"] for entry in _FIXTURES]
 
 
-def test_reference_link_in_heading_resolves_with_the_documents_definitions() -> None:
+@BOTH
+def test_reference_link_in_heading_resolves_with_the_documents_definitions(parse: Parse) -> None:
     # Inline markup of headings is parsed apart from the block pass; the link
     # reference definitions the block pass collects must still apply.
     text = "## [Title][ref] and [Other][missing]\n\n[ref]: https://example.invalid/\n"
-    (heading,) = parse_headings(text)
+    (heading,) = parse(text)
     assert heading.text == "Title and [Other][missing]"
     assert heading.slug == "title-and-othermissing"
 
@@ -331,6 +368,7 @@ def test_plain_heading_text_renders_as_itself(text: str) -> None:
     assert headings._render(inline.children or []) == content
 
 
+@BOTH
 @settings(max_examples=120, deadline=None)
 @given(
     st.lists(
@@ -341,16 +379,18 @@ def test_plain_heading_text_renders_as_itself(text: str) -> None:
         max_size=6,
     )
 )
-def test_skipping_the_inline_parse_changes_no_heading(lines: list[tuple[int, str]]) -> None:
+def test_skipping_the_inline_parse_changes_no_heading(
+    parse: Parse, lines: list[tuple[int, str]]
+) -> None:
     # The same document with every heading's inline parse forced must give the
     # same headings, texts and slugs.
 
     text = "".join(f"{'#' * level} {title}\n\nBody.\n\n" for level, title in lines)
-    fast = headings.parse_headings(text)
+    fast = parse(text)
     saved = headings._MARKUP
     headings._MARKUP = re.compile(r"(?s).|^")
     try:
-        slow = headings.parse_headings(text)
+        slow = parse(text)
     finally:
         headings._MARKUP = saved
     assert fast == slow
@@ -360,10 +400,10 @@ def test_rule_logging_is_skipped_only_while_nobody_listens(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     text = "# Title\n\nSome text.\n\n## Part\n"
-    assert headings.parse_headings(text)
+    assert headings._parse_fully(text)
     for name in headings._RULE_LOGGERS:
         # Restored after the parse: the class's debug() again.
         assert "debug" not in vars(logging.getLogger(name))
     with caplog.at_level(logging.DEBUG, logger="markdown_it"):
-        headings.parse_headings(text)
+        headings._parse_fully(text)
     assert any(record.name.startswith("markdown_it.rules_block.") for record in caplog.records)

@@ -39,7 +39,8 @@ print("\n".join(sorted(sys.modules)))
 """
 
 # Top-level packages a build may load besides the standard library: pygit2 (with
-# its cffi backend), markdown-it-py (with mdurl) and PyYAML.
+# its cffi backend), markdown-it-py (with mdurl, for a file the heading scan
+# declines or a heading with inline markup) and PyYAML.
 GIT_AND_TEXT = {"governance", "pygit2", "markdown_it", "mdurl", "yaml"}
 NEVER = {"jsonschema", "referencing", "rpds", "attrs", "mcp", "tiktoken", "pydantic", "anyio"}
 
@@ -110,7 +111,8 @@ def test_build_imports_git_markdown_and_yaml_only(repo: Repo, tmp_path: Path) ->
     )
     assert code == 0
     assert out.is_file()
-    assert third_party == GIT_AND_TEXT
+    # markdown-it-py only when a file's headings need it: the line scan settles plain ones.
+    assert {"governance", "pygit2", "yaml"} <= third_party <= GIT_AND_TEXT
     assert commands == SHARED | {"governance.commands.build"}
 
 

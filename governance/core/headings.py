@@ -1,5 +1,6 @@
-"""The headings of a Markdown file from markdown-it-py's token stream, each with
-its section's lines, and the line arithmetic the excerpts share."""
+"""The headings of a Markdown file, each with its section's lines, and the line
+arithmetic the excerpts share. Headings come from a line scan where it settles
+them (headings_scan), else from markdown-it-py's token stream."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from governance.core.headings_scan import scan_headings
 from governance.core.slug import github_slug
 
 if TYPE_CHECKING:
@@ -76,6 +78,8 @@ def line_count(data: bytes) -> int:
 
 
 def _blank_front_matter(text: str) -> str:
+    if not text.startswith("---"):
+        return text  # the opening line cannot match: no need to split the text
     lines = _LINE_TEXT.findall(text)
     if not lines or not _FRONT_MATTER_OPEN.fullmatch(_body(lines[0])):
         return text
@@ -151,33 +155,48 @@ def parse_headings(text: str) -> list[Heading]:
     # GitHub drops a leading byte order mark; markdown-it would make it part of line 1.
     if text.startswith("\ufeff"):
         text = text[1:]
+    text = _blank_front_matter(text)
+    # Most files are plain enough for a line scan to find exactly the headings
+    # the full parse would (headings_scan says why); the rest are parsed.
+    scanned = scan_headings(text)
+    if scanned is None:
+        return _markdown_it_headings(text)
+    return [_heading(line, line, level, content, {}) for line, level, content in scanned]
+
+
+def _parse_fully(text: str) -> list[Heading]:
+    """The headings from markdown-it-py's block parse: what parse_headings gives
+    whenever the scan declines, and tests compare it with the scan."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return _markdown_it_headings(_blank_front_matter(text))
+
+
+def _markdown_it_headings(text: str) -> list[Heading]:
     # The block pass fills env with the document's link reference definitions,
     # which the inline parse of a heading like `## [Title][ref]` needs.
     env: dict[str, Any] = {}
     with _quiet_rules():
-        tokens = _block_parser().parse(_blank_front_matter(text), env)
+        tokens = _block_parser().parse(text, env)
     headings: list[Heading] = []
     for index, token in enumerate(tokens):
         if token.type != "heading_open" or token.map is None:
             continue
-        content = tokens[index + 1].content
-        if _MARKUP.search(content) is None:
-            # No character any inline rule starts at: the rendered text is the content.
-            rendered = content
-        else:
-            inline = _parser().parseInline(content, env)[0]
-            # Not stripped: markdown-it already trims the source, so edge whitespace only
-            # comes from markup such as a leading image, and GitHub keeps it
-            # (`# ![x](y) Title` -> "-title").
-            rendered = _render(inline.children or [])
         start, end = token.map
-        headings.append(
-            Heading(
-                line=start + 1,
-                end_line=end,
-                level=int(token.tag[1]),
-                text=rendered,
-                slug=github_slug(rendered),
-            )
-        )
+        headings.append(_heading(start + 1, end, int(token.tag[1]), tokens[index + 1].content, env))
     return headings
+
+
+def _heading(line: int, end_line: int, level: int, content: str, env: dict[str, Any]) -> Heading:
+    if _MARKUP.search(content) is None:
+        # No character any inline rule starts at: the rendered text is the content.
+        rendered = content
+    else:
+        inline = _parser().parseInline(content, env)[0]
+        # Not stripped: markdown-it already trims the source, so edge whitespace only
+        # comes from markup such as a leading image, and GitHub keeps it
+        # (`# ![x](y) Title` -> "-title").
+        rendered = _render(inline.children or [])
+    return Heading(
+        line=line, end_line=end_line, level=level, text=rendered, slug=github_slug(rendered)
+    )

@@ -1,0 +1,197 @@
+"""The heading line scan gives the full parse's headings wherever it answers:
+parse_headings (scan first) against the markdown-it parse alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from governance.core.headings import Heading, _blank_front_matter, _parse_fully, parse_headings
+from governance.core.headings_scan import TRIM, scan_headings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def scanned(text: str) -> list[tuple[int, int, str]] | None:
+    """The scan's answer on what markdown-it is given for ``text``."""
+    return scan_headings(_blank_front_matter(text.removeprefix("\ufeff")))
+
+
+# The pieces generated documents are made of: every construct that can change
+# what a line means (containers, fences, indentation, setext, tables, link
+# definitions, HTML), so the differential test meets the cases the scan must
+# decline as well as those it answers.
+INDENTS = ["", "", "", " ", "  ", "   ", "    ", "     ", "\t", " \t", "  \t"]
+MARKERS = ["- ", "* ", "+ ", "1. ", "1) ", "10. ", "-\t", "-   ", "-      ", "2.  ", "- - "]
+QUOTES = ["", "", "", "", "", "", "", "", "> ", ">"]
+BODIES = [
+    "# Title", "## Sub *em* `code`", "### Three ###", "#### four #", "###### six",
+    "####### seven", "#no space", "#", "# ", "## a#", "# a | b", "# & amp &amp; \\#",
+    "# ![img](x) after", "# [link](url)", "# [r]", "# \u202eodd\u3000", "#\tTab",
+    "```", "```", "```py", "````", "~~~", "~~~", "~~~ info", "``` a`b", "```` ~", "``` |x",
+    "~~~~~", "```  ", "`` `",
+    "===", "---", "...", "- - -", "***", "-", "1.", "* ",
+    "| a | b |", "|---|---|", "--- | ---", ":-: | -", "a | b",
+    "[r]: /url", "[r]:", '"title"', "[r]",
+    "<div>", "</div>", "<!-- c -->",
+    "text", "text", "text", "more *text*", "", "", "", "  ", "Caf\u00e9 \u65e5\u672c",
+]  # fmt: skip
+NESTED = ["- - - - - - - - - a", "- - - - - - - - - - a", " " * 16 + "- a", " " * 18 + "- a"]
+
+line = st.one_of(
+    st.builds(
+        lambda indent, markers, quote, body: indent + "".join(markers) + quote + body,
+        st.sampled_from(INDENTS),
+        st.lists(st.sampled_from(MARKERS), max_size=2),
+        st.sampled_from(QUOTES),
+        st.sampled_from(BODIES),
+    ),
+    st.sampled_from(NESTED),
+)
+documents = st.builds(
+    lambda lines, end: "\n".join(lines) + end,
+    st.lists(line, max_size=24),
+    st.sampled_from(["\n", ""]),
+)
+
+
+@settings(
+    max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+@given(documents)
+def test_the_scan_gives_the_parse_s_headings_or_declines(text: str) -> None:
+    answer = scanned(text)
+    full = _parse_fully(text)
+    assert parse_headings(text) == full
+    if answer is not None:
+        assert [(h.line, h.level) for h in full] == [(line, level) for line, level, _ in answer]
+
+
+# Each was a divergence of the first line scan (it answered, and wrongly).
+DIVERGENCES = {
+    "fence_in_list_item_closed_by_the_item": ("- a\n\n  ```\n# x\n```\n", ["x"]),
+    "unclosed_fence_in_list_item": ("- a\n  ```\n# x\n", ["x"]),
+    "tilde_fence_in_ordered_item": ("1. a\n\n   ~~~\n# y\n~~~\n", ["y"]),
+    "blockquote_after_list_marker": ("- > # x\n", ["x"]),
+    "html_after_list_marker": ("- <div>\n\n  text\n  <div>\n  # x\n", []),
+    "ten_nested_lists_on_one_line": ("- - - - - - - - - - a\n\n# x\n", []),
+    "ten_nested_lists_by_indent": ("".join("  " * i + "- a\n" for i in range(10)) + "# x\n", []),
+    "heading_as_table_header": ("# a | b\n--- | ---\n", []),
+    "fence_as_table_header": ("``` | x\n--- | ---\n# h\n```\n", ["h"]),
+    "setext_underline_indented_in_list_item": ("- a\n     ---\n", ["a"]),
+    "setext_underline_after_tab_in_list_item": ("- a\n\t---\n", ["a"]),
+}
+
+
+@pytest.mark.parametrize(("text", "texts"), DIVERGENCES.values(), ids=DIVERGENCES.keys())
+def test_known_divergences(text: str, texts: list[str]) -> None:
+    assert [h.text for h in _parse_fully(text)] == texts
+    assert [h.text for h in parse_headings(text)] == texts
+
+
+@pytest.mark.parametrize("depth", range(1, 13))
+@pytest.mark.parametrize("form", ["chained", "two", "three", "tab"])
+def test_deep_lists(depth: int, form: str) -> None:
+    # markdown-it drops the rest of a document past 20 levels (10 lists).
+    if form == "chained":
+        text = "- " * depth + "a\n"
+    else:
+        step = {"two": "  ", "three": "   ", "tab": "\t"}[form]
+        text = "".join(step * i + "- a\n" for i in range(depth))
+    text += "\n# After\n"
+    assert parse_headings(text) == _parse_fully(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Title\n=====\n",
+        "> # quoted\n",
+        "- # in a list\n",
+        "<div>\n# in html\n</div>\n",
+        "# [ref][r]\n\n[r]: /u\n",
+        "a\r\n# b\r\n",
+        "x\x00\n# y\n",
+        "# [a]\n\n- [a]: /u\n",
+        "# [a]\n\n  [a]: /u\n",
+        "    # indented\n",
+        "- a\n\n    ```\n  # in the fence\n",
+        # A closer indented 5 closes a fence of a list item whose content is at 2.
+        "- a\n\n  ```\n  # x\n     ```\n  # y\n",
+    ],
+)
+def test_it_declines_what_a_line_scan_cannot_settle(text: str) -> None:
+    assert scanned(text) is None
+    assert parse_headings(text) == _parse_fully(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# One #\n\n```sh\n# not a heading\n```\n\n## Two ##\n~~~\n# no\n~~~~\n### Three\n",
+        "```py\ndef f():\n    # a comment\n\treturn 1\n```\n# After\n",
+        "- item\n\n  ```\n  # in the fence\n  ```\n# After\n",
+        "- item\n   ```\n   # in the fence\n   ```\n  ## In the item\n",
+        "# One\n---\n## Two\n\n```\nx\n```\n---\n",
+        "| a | b |\n|---|---|\n# After | table\n\ntext\n",
+        "---\ntitle: x\n# a comment\n---\n# H\n",
+        "---\n# No front matter\n",
+        "```\n<div>\n> quoted\n- # x\n```\n# After\n",
+        "### `capsule init [--json]`\n\ntext [a](b)\n",
+    ],
+)
+def test_it_answers_plain_documents(text: str) -> None:
+    answer = scanned(text)
+    assert answer is not None
+    assert parse_headings(text) == _parse_fully(text)
+    assert [(h.line, h.level) for h in _parse_fully(text)] == [(n, lv) for n, lv, _ in answer]
+
+
+def _markdown_files() -> list[Path]:
+    found = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("packets/**/*.md")]
+    return sorted(found)
+
+
+def test_this_repositorys_markdown() -> None:
+    answered = 0
+    for path in _markdown_files():
+        text = path.read_text(encoding="utf-8")
+        assert parse_headings(text) == _parse_fully(text), path
+        answered += scanned(text) is not None
+    assert answered >= len(_markdown_files()) // 2
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.sampled_from("ab é#$%+-:=@^{}|/.,;?'\"()0123456789\t`*_~[]!<>&\\"), max_size=20))
+def test_heading_text_renders_as_the_parse_does(title: str) -> None:
+    text = f"# {title}\n\npara\n\n## x {title} y ##\n"
+    assert parse_headings(text) == _parse_fully(text)
+
+
+def test_trim_is_markdown_its() -> None:
+    from markdown_it.common.utils import MD_TRIM_CHARS  # noqa: PLC0415 (only this test needs it)
+
+    assert set(TRIM) == set(MD_TRIM_CHARS)
+
+
+def test_a_plain_file_needs_no_markdown_parser() -> None:
+    probe = (
+        "import sys\n"
+        "from governance.core.headings import parse_headings\n"
+        "print(len(parse_headings('# One\\n\\ntext\\n\\n## Two\\n')))\n"
+        "print('markdown_it' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.split() == ["2", "False"]
+
+
+def test_headings_are_one_type() -> None:
+    # The scan path builds the same Heading values the parse does.
+    assert parse_headings("# A\n") == [Heading(line=1, end_line=1, level=1, text="A", slug="a")]
