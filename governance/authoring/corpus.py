@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from governance.authoring.quickheadings import quick_headings
 from governance.authoring.terms import RUN, normalise
 from governance.core.capsule import PACKETS_DIR
 from governance.core.excerpt import candidate_locator
@@ -133,8 +132,7 @@ def _file_docs(
     path: str, blob_id: str, data: bytes, *, terms: frozenset[str], corpus: Corpus
 ) -> None:
     text = data.decode("utf-8")
-    quick = quick_headings(text)
-    headings = quick if quick is not None else parse_headings(text)
+    headings = parse_headings(text)
     lines = split_lines(data)
     offsets = [0]
     for line in lines:
