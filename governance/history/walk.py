@@ -2,14 +2,16 @@
 
 History is walked oldest first with pygit2. At each commit only what differs
 from its parents is looked at: a folder whose tree id a parent also has holds
-nothing new, so it is skipped whole. Nothing is kept per commit, so memory
-follows the number of record versions found, not the length of history. Git
-objects only: no checkout, no working tree, no filters, no hooks.
+nothing new, so it is skipped whole. Trees are read as raw bytes
+(``history.trees``), and what is kept of them and of the commits passed is
+bounded, so memory follows the number of record versions found, not the
+length of history. Git objects only: no checkout, no working tree, no
+filters, no hooks.
 """
 
 from __future__ import annotations
 
-import sys
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +21,7 @@ from governance.core.snapshot import MODE_TREE
 from governance.errors import OBJECT_MISSING, SourceError
 from governance.history.globs import PathGlobs, State
 from governance.history.ranges import Range
+from governance.history.trees import Trees, mode_and_id
 
 
 def limit_git_memory() -> None:
@@ -52,73 +55,108 @@ class Found:
     commits: int = 0
 
 
-def _lookup(tree: pygit2.Tree | None, name: str) -> pygit2.Object | None:
-    if tree is None:
-        return None
-    try:
-        # Interned: pygit2 (1.21) keeps a reference to every key it is given, and
-        # entry names are fresh strings; without this the walk would grow by a
-        # string per lookup, for the whole history.
-        return tree[sys.intern(name)]
-    except KeyError:
-        return None
+class _Walk:
+    """What one walk keeps: the trees it has parsed and the tree of each
+    commit it has passed, both bounded (so memory stays flat over history)."""
 
+    # A parent is almost always a commit walked just before its child.
+    MAX_COMMITS = 4096
+    # Folder and file names met on the way to records, with where each leads.
+    MAX_STEPS = 1 << 16
 
-def _candidates(
-    globs: PathGlobs, tree: pygit2.Tree, parents: Sequence[pygit2.Tree | None], state: State
-) -> Iterator[tuple[pygit2.Object, list[pygit2.Object | None]]]:
-    """Each entry of ``tree`` that may lead to a match, with the entries of the same
-    name in the parents (None where a parent has none)."""
-    names = globs.literals(state)
-    if names is not None:
-        # Only literal names can match here: look them up, never list the folder.
-        for name in sorted(names):
-            entry = _lookup(tree, name)
-            if entry is not None:
-                yield entry, [_lookup(parent, name) for parent in parents]
-        return
-    # A wildcard: list the folder, and each parent's once (listing is cheap; a
-    # lookup per entry per parent is not).
-    olds = [{e.name: e for e in parent} if parent is not None else {} for parent in parents]
-    for entry in tree:
-        yield entry, [old.get(entry.name) for old in olds]
+    def __init__(self, repo: pygit2.Repository, globs: PathGlobs, id_size: int) -> None:
+        self.repo = repo
+        self.globs = globs
+        self.trees = Trees(repo, id_size)
+        self._commit_trees: OrderedDict[bytes, bytes] = OrderedDict()
+        self._literal_names: dict[State, list[bytes] | None] = {}
+        self._steps: dict[tuple[State, str], State] = {}
 
+    def _literals(self, state: State) -> list[bytes] | None:
+        # The same few states come back at every commit.
+        if state not in self._literal_names:
+            names = self.globs.literals(state)
+            self._literal_names[state] = (
+                None
+                if names is None
+                else [name.encode("utf-8", "surrogateescape") for name in sorted(names)]
+            )
+        return self._literal_names[state]
 
-def _new_matches(
-    globs: PathGlobs,
-    tree: pygit2.Tree,
-    parents: Sequence[pygit2.Tree | None],
-    state: State,
-    prefix: str,
-) -> Iterator[tuple[str, pygit2.Object]]:
-    """Matching entries below ``tree`` that no parent has at the same path with the
-    same id (so they are new in this commit)."""
-    for entry, olds in _candidates(globs, tree, parents, state):
-        # Same id as in a parent: nothing below it is new. Checked before the glob,
-        # which is the dearer test, since most entries are unchanged.
-        if any(old is not None and old.id == entry.id for old in olds):
-            continue
-        assert entry.name is not None
-        after = globs.step(state, entry.name)
-        if not after:
-            continue
-        path = f"{prefix}{entry.name}"
-        if entry.filemode == MODE_TREE:
-            if globs.descends(after):
-                assert isinstance(entry, pygit2.Tree)
-                below = [old if isinstance(old, pygit2.Tree) else None for old in olds]
-                yield from _new_matches(globs, entry, below, after, f"{path}/")
-        elif globs.matches(after):
-            yield path, entry
+    def _step(self, state: State, name: str) -> State:
+        key = (state, name)
+        after = self._steps.get(key)
+        if after is None:
+            after = self.globs.step(state, name)
+            if len(self._steps) < self.MAX_STEPS:
+                self._steps[key] = after
+        return after
 
+    def saw(self, commit: pygit2.Commit) -> None:
+        self._commit_trees[commit.id.raw] = commit.tree_id.raw
+        if len(self._commit_trees) > self.MAX_COMMITS:
+            self._commit_trees.popitem(last=False)
 
-def _parents(repo: pygit2.Repository, commit: pygit2.Commit) -> list[pygit2.Tree | None]:
-    trees: list[pygit2.Tree | None] = []
-    for parent_id in commit.parent_ids:
-        # The parent of a shallow clone's boundary commit is not here: compare with nothing.
-        parent = repo.get(parent_id)
-        trees.append(parent.tree if isinstance(parent, pygit2.Commit) else None)
-    return trees
+    def parent_trees(self, commit: pygit2.Commit) -> list[bytes | None]:
+        trees: list[bytes | None] = []
+        for parent_id in commit.parent_ids:
+            tree = self._commit_trees.get(parent_id.raw)
+            if tree is None:
+                # The parent of a shallow clone's boundary commit is not here:
+                # compare with nothing.
+                parent = self.repo.get(parent_id)
+                tree = parent.tree_id.raw if isinstance(parent, pygit2.Commit) else None
+            trees.append(tree)
+        return trees
+
+    def new_matches(
+        self, tree: bytes, parents: Sequence[bytes | None], state: State, prefix: str
+    ) -> Iterator[tuple[str, int, bytes]]:
+        """(path, mode, raw id) of each matching entry below ``tree`` that no
+        parent has at the same path with the same id (so it is new here)."""
+        globs, trees = self.globs, self.trees
+        entries = trees.entries(tree)
+        olds = [trees.entries(parent) for parent in parents if parent is not None]
+        wanted = self._literals(state)
+        if wanted is not None:
+            # Only literal names can match here: look them up, never walk the folder.
+            candidates = [(name, entries[name]) for name in wanted if name in entries]
+        elif olds:
+            # The entries that differ from every parent's, found by set
+            # operations (most of a folder is unchanged), in the tree's order.
+            differ = entries.items() - olds[0].items()
+            for old in olds[1:]:
+                differ &= entries.items() - old.items()
+            if len(differ) > 1:
+                candidates = [item for item in entries.items() if item in differ]
+            else:
+                candidates = list(differ)
+        else:
+            candidates = list(entries.items())
+        size = trees.id_size
+        for name, entry in candidates:
+            mode, oid = mode_and_id(entry, size)
+            # Same id as in a parent (whatever the mode): nothing below it is new.
+            # Checked before the glob, which is the dearer test.
+            if any(old.get(name, b"")[-size:] == oid for old in olds):
+                continue
+            text = name.decode("utf-8", "surrogateescape")
+            after = self._step(state, text)
+            if not after:
+                continue
+            path = f"{prefix}{text}"
+            if mode == MODE_TREE:
+                if globs.descends(after):
+                    below = [self._subtree(old.get(name)) for old in olds]
+                    yield from self.new_matches(oid, below, after, f"{path}/")
+            elif globs.matches(after):
+                yield path, mode, oid
+
+    def _subtree(self, entry: bytes | None) -> bytes | None:
+        if entry is None:
+            return None
+        mode, oid = mode_and_id(entry, self.trees.id_size)
+        return oid if mode == MODE_TREE else None
 
 
 def _partial_clone_filter(repo: pygit2.Repository) -> str | None:
@@ -171,20 +209,24 @@ def find_records(repo: pygit2.Repository, where: Range, globs: PathGlobs) -> Fou
     )
     if where.hidden is not None:
         walker.hide(pygit2.Oid(hex=where.hidden))
+    walk: _Walk | None = None
     for commit in walker:
         found.commits += 1
+        if walk is None:
+            walk = _Walk(repo, globs, len(commit.id.raw))
         try:
-            tree = commit.tree
-            parents = _parents(repo, commit)
-            if any(parent is not None and parent.id == tree.id for parent in parents):
+            tree = commit.tree_id.raw
+            parents = walk.parent_trees(commit)
+            walk.saw(commit)
+            if tree in parents:
                 continue
-            matches = list(_new_matches(globs, tree, parents, globs.start, ""))
+            matches = list(walk.new_matches(tree, parents, globs.start, ""))
         except pygit2.GitError as exc:
             raise _walk_failed(repo, commit, exc) from None
-        for path, entry in matches:
-            key = (path, str(entry.id))
+        for path, mode, oid in matches:
+            key = (path, oid.hex())
             if key in seen:
                 continue
             seen.add(key)
-            found.versions.append(Version(path, str(entry.id), entry.filemode, str(commit.id)))
+            found.versions.append(Version(path, key[1], mode, str(commit.id)))
     return found

@@ -1,0 +1,89 @@
+"""Git tree objects read from their raw bytes, for the history walk: each
+entry's name, the file mode libgit2 reports for it, and its object id, with
+a memo of recent trees bounded by their number of entries.
+
+pygit2 makes an object per entry it hands out; the walk looks at every entry
+of every folder a commit changes and keeps almost none, so it parses the
+tree's bytes with one regular expression instead. A tree object is a run of
+``<octal mode> <name>\\0<raw id>`` entries (git's format, the same for every
+version); one that is anything else is refused as git would refuse it.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections import OrderedDict
+
+import pygit2
+
+from governance.core.snapshot import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK, MODE_TREE
+
+# name -> the whole entry (mode, name and raw id), in the tree's own order:
+# two entries are equal when mode and id are, and the dict is built in C.
+Entries = dict[bytes, bytes]
+
+# Enough for the folders of a few hundred commits around the one being walked;
+# an entry costs about a hundred bytes, so this stays under a few tens of MiB.
+MAX_ENTRIES = 1 << 17
+
+_TYPE = 0o170000
+_WHOLE = operator.itemgetter(1)
+
+
+def normalised_mode(raw: int) -> int:
+    """The mode ``git_tree_entry_filemode`` reports for a raw one (libgit2
+    normalises the modes old versions of git wrote, such as 100664)."""
+    if raw & _TYPE == MODE_TREE:
+        return MODE_TREE
+    if raw & 0o100:
+        return MODE_EXEC
+    if raw & _TYPE == MODE_GITLINK:
+        return MODE_GITLINK
+    if raw & _TYPE == MODE_LINK:
+        return MODE_LINK
+    return MODE_FILE
+
+
+def mode_and_id(entry: bytes, id_size: int) -> tuple[int, bytes]:
+    """The reported mode and the raw id of one whole entry."""
+    return normalised_mode(int(entry[: entry.index(b" ")], 8)), entry[-id_size:]
+
+
+class Trees:
+    """The entries of the trees of one repository, by raw tree id."""
+
+    def __init__(self, repo: pygit2.Repository, id_size: int, max_entries: int = MAX_ENTRIES):
+        self.repo = repo
+        self.id_size = id_size
+        self.max_entries = max_entries
+        self._held = 0
+        self._memo: OrderedDict[bytes, Entries] = OrderedDict()
+        # (name, whole entry) for each entry: the name is read ahead.
+        self._entry = re.compile(
+            rb"(?=[0-7]{1,7} ([^\x00]+)\x00)([0-7]{1,7} [^\x00]+\x00.{%d})" % id_size, re.DOTALL
+        )
+
+    def entries(self, tree_id: bytes) -> Entries:
+        found = self._memo.get(tree_id)
+        if found is not None:
+            self._memo.move_to_end(tree_id)
+            return found
+        oid = pygit2.Oid(raw=tree_id)
+        kind, data = self.repo.odb.read(oid)
+        if kind != pygit2.enums.ObjectType.TREE:
+            raise pygit2.GitError(f"object {oid} is not a tree")
+        listed = self._entry.findall(data)
+        # Entries that together are the whole object, one after the other: a
+        # gap would be bytes that are no entry.
+        if sum(map(len, map(_WHOLE, listed))) != len(data):
+            raise pygit2.GitError(f"tree {oid} is not well formed")
+        found = dict(listed)
+        if len(found) != len(listed):
+            raise pygit2.GitError(f"tree {oid} names an entry twice")
+        self._memo[tree_id] = found
+        self._held += len(found)
+        while self._held > self.max_entries and len(self._memo) > 1:
+            _, dropped = self._memo.popitem(last=False)
+            self._held -= len(dropped)
+        return found

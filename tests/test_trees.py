@@ -1,0 +1,143 @@
+"""The raw tree reader of the history walk (governance/history/trees.py)
+against pygit2's own view of the same tree objects: every name, mode and id,
+in order, for the modes git writes today and those old versions wrote, names
+that are not UTF-8, links and submodules; malformed objects are refused."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from governance.history.trees import Trees, mode_and_id, normalised_mode
+from support.gitrepo import clean_environ
+
+ID = 20
+
+
+def _raw_tree(path: Path, data: bytes) -> pygit2.Oid:
+    # --literally: git writes the object as given, as an old or foreign git might have.
+    out = subprocess.run(
+        ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
+        cwd=path,
+        input=data,
+        capture_output=True,
+        check=True,
+        env=clean_environ(),
+    )
+    return pygit2.Oid(hex=out.stdout.decode().strip())
+
+
+def _entry(mode: bytes, name: bytes, oid: pygit2.Oid) -> bytes:
+    return mode + b" " + name + b"\x00" + oid.raw
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> pygit2.Repository:
+    return pygit2.init_repository(str(tmp_path / "r"), bare=True)
+
+
+def _pygit2_view(repo: pygit2.Repository, oid: pygit2.Oid) -> list[tuple[str, int, str]]:
+    tree = repo[oid]
+    assert isinstance(tree, pygit2.Tree)
+    return [(entry.name or "", int(entry.filemode), str(entry.id)) for entry in tree]
+
+
+def _our_view(repo: pygit2.Repository, oid: pygit2.Oid) -> list[tuple[str, int, str]]:
+    entries = Trees(repo, ID).entries(oid.raw)
+    return [
+        (name.decode("utf-8", "surrogateescape"), *_hexed(mode_and_id(entry, ID)))
+        for name, entry in entries.items()
+    ]
+
+
+def _hexed(found: tuple[int, bytes]) -> tuple[int, str]:
+    return found[0], found[1].hex()
+
+
+def test_every_mode_and_name_reads_as_pygit2_reads_it(repo: pygit2.Repository) -> None:
+    blob = repo.create_blob(b"x\n")
+    sub = _raw_tree(Path(repo.path), _entry(b"100644", b"f", blob))
+    commit = pygit2.Oid(hex="1" * 40)  # a gitlink names a commit of another repository
+    entries = [
+        _entry(b"100644", b"a file", blob),
+        _entry(b"100664", b"b group-writable", blob),  # written by git before 2007
+        _entry(b"100755", b"c exec", blob),
+        _entry(b"100700", b"d exec owner", blob),
+        _entry(b"120000", b"e link", blob),
+        _entry(b"160000", b"f submodule", commit),
+        _entry(b"40000", b"g folder", sub),
+        _entry(b"040000", b"h folder, zero-padded", sub),
+        _entry(b"100644", "i caf\u00e9 \u202e.json".encode(), blob),
+        _entry(b"100644", b"j \xff\xfe not utf-8", blob),
+        _entry(b"100644", b"k " + bytes(range(1, 32)), blob),
+    ]
+    oid = _raw_tree(Path(repo.path), b"".join(entries))
+    assert _our_view(repo, oid) == _pygit2_view(repo, oid)
+    assert len(_our_view(repo, oid)) == len(entries)
+
+
+def test_an_id_that_looks_like_an_entry_is_still_an_id(repo: pygit2.Repository) -> None:
+    # Raw ids are any 20 bytes: NUL, spaces and digits included.
+    tricky = pygit2.Oid(raw=b"100644 x\x00" + b"\x00" * 11)
+    blob = repo.create_blob(b"y\n")
+    data = _entry(b"100644", b"a", tricky) + _entry(b"100644", b"b", blob)
+    oid = _raw_tree(Path(repo.path), data)
+    assert _our_view(repo, oid) == _pygit2_view(repo, oid)
+
+
+def test_the_empty_tree_has_no_entries(repo: pygit2.Repository) -> None:
+    oid = _raw_tree(Path(repo.path), b"")
+    assert Trees(repo, ID).entries(oid.raw) == {}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"100644 a\x00" + b"\x01" * 19,  # an id one byte short
+        b"100644 a\x00" + b"\x01" * 20 + b"junk",  # bytes after the last entry
+        b"1006x4 a\x00" + b"\x01" * 20,  # a mode that is not octal
+        b"100644 \x00" + b"\x01" * 20,  # an empty name
+        b"100644 a\x00" + b"\x01" * 20 + b"100644 a\x00" + b"\x02" * 20,  # a name twice
+    ],
+)
+def test_a_malformed_tree_is_refused(repo: pygit2.Repository, data: bytes) -> None:
+    oid = _raw_tree(Path(repo.path), data)
+    with pytest.raises(pygit2.GitError):
+        Trees(repo, ID).entries(oid.raw)
+
+
+def test_an_object_that_is_not_a_tree_is_refused(repo: pygit2.Repository) -> None:
+    blob = repo.create_blob(b"100644 a\x00" + b"\x01" * 20)
+    with pytest.raises(pygit2.GitError, match="not a tree"):
+        Trees(repo, ID).entries(blob.raw)
+
+
+def test_a_missing_tree_is_git_s_not_found(repo: pygit2.Repository) -> None:
+    with pytest.raises(pygit2.GitError):
+        Trees(repo, ID).entries(b"\x07" * 20)
+
+
+def test_the_memo_is_bounded_by_entries(repo: pygit2.Repository) -> None:
+    blob = repo.create_blob(b"z\n")
+    trees = Trees(repo, ID, max_entries=10)
+    for index in range(20):
+        data = b"".join(_entry(b"100644", f"{index}-{n}".encode(), blob) for n in range(4))
+        trees.entries(_raw_tree(Path(repo.path), data).raw)
+        assert trees._held <= 10 or len(trees._memo) == 1
+    assert len(trees._memo) == 2
+
+
+@pytest.mark.parametrize(
+    ("raw", "reported"),
+    [
+        (0o100644, 0o100644), (0o100664, 0o100644), (0o100600, 0o100644),
+        (0o100755, 0o100755), (0o100711, 0o100755), (0o120000, 0o120000),
+        (0o160000, 0o160000), (0o040000, 0o040000), (0o040755, 0o040000),
+        (0o000644, 0o100644),
+    ],
+)  # fmt: skip
+def test_modes_are_normalised_as_libgit2_does(raw: int, reported: int) -> None:
+    assert normalised_mode(raw) == reported
