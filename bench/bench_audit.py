@@ -84,6 +84,7 @@ RUNS = 5
 
 TARGET_REPLAYS_PER_S = 300.0
 TARGET_FLOOR_RATIO = 10.0
+TARGET_WALK_RATIO = 2.0
 
 VOCABULARY = """
 capsule packet record replay audit commit tree blob source excerpt heading policy budget
@@ -307,8 +308,16 @@ def stage_costs(path: Path) -> dict[str, float]:
     replayed = time.perf_counter()
     rows(repo, found.versions, items, outcomes)
     judged = time.perf_counter()
+    # The first walk pays for cold caches like the audit's own; later ones say
+    # how steady that figure is.
+    again = []
+    for _ in range(2):
+        before = time.perf_counter()
+        find_records(repo, parse_range(repo, None), PathGlobs([RECORDS_GLOB]))
+        again.append(time.perf_counter() - before)
     costs = {
         "walk": walked - started,
+        "walk again": min(again),
         "replay": replayed - walked,
         "judge": judged - replayed,
         "replays": float(len(items)),
@@ -469,17 +478,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label in ("read, pre-checks, compare", "rebuild", "  headings", "  YAML (packet, policy)",
                   "  canonical JSON"):  # fmt: skip
         print(f"    {label:<28} {costs[label] * 100:5.1f}%")
+    staged = costs["walk"] + costs["replay"] + costs["judge"]
+    print(
+        f"  the rest of a one-job audit process (start-up, imports, output): "
+        f"{(first['audits'][1].wall - staged) * 1000:.0f} ms"
+    )
+    walk_ratio = costs["walk"] / log.wall
     print(
         f"  the walk against git log --raw -- packets ({log.wall * 1000:.1f} ms as a process): "
-        f"{costs['walk'] / log.wall:.2f}x"
+        f"{walk_ratio:.2f}x (a second walk in the same process: "
+        f"{costs['walk again'] / log.wall:.2f}x)"
     )
+
+    def verdict(met: bool) -> str:
+        return "met" if met else "MISSED"
+
     rate = first["replays"] / first["audits"][1].wall
     ratio = first["audits"][1].wall / first["floor"].wall
+    two = first["audits"].get(2)
+    ratio_two = f", on two jobs {two.wall / first['floor'].wall:.1f}x" if two else ""
     print(
         f"targets at {first['records']:,} records: >= {TARGET_REPLAYS_PER_S:.0f} replays/s on "
-        f"one job: {rate:.0f} ({'met' if rate >= TARGET_REPLAYS_PER_S else 'MISSED'}); "
-        f"audit <= {TARGET_FLOOR_RATIO:.0f}x the cat-file floor: {ratio:.0f}x "
-        f"({'met' if ratio <= TARGET_FLOOR_RATIO else 'MISSED'})"
+        f"one job: {rate:.0f} ({verdict(rate >= TARGET_REPLAYS_PER_S)}); "
+        f"audit <= {TARGET_FLOOR_RATIO:.0f}x the cat-file floor: {ratio:.1f}x on one job "
+        f"({verdict(ratio <= TARGET_FLOOR_RATIO)}){ratio_two}; the walk <= "
+        f"{TARGET_WALK_RATIO:.0f}x git log --raw: {walk_ratio:.2f}x "
+        f"({verdict(walk_ratio <= TARGET_WALK_RATIO)})"
     )
     print(
         "wall times include process start and the history walk; generation took "
