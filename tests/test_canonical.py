@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from governance.core import canonical
@@ -64,3 +65,37 @@ def test_deeply_nested_input_is_malformed_not_a_crash() -> None:
     with pytest.raises(MalformedInput, match="nested too deeply") as info:
         canonical.loads(b"[" * 100_000 + b"]" * 100_000)
     assert info.value.code == "capsule_malformed"
+
+
+class _Str(str):
+    pass
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+_tainted = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3) | st.floats(allow_nan=False)
+    | st.builds(_Str, st.text(max_size=3)),
+    lambda children: st.lists(children, max_size=4)
+    | st.lists(children, max_size=4).map(tuple)
+    | st.dictionaries(st.text(max_size=3) | st.integers(), children, max_size=4)
+    | st.dictionaries(st.text(max_size=3), children, max_size=4).map(_Dict),
+    max_leaves=15,
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(_tainted)
+def test_dumps_refuses_exactly_what_holds_a_float_or_a_key_that_is_no_string(
+    value: object,
+) -> None:
+    # The recursive walk that words the refusal is the oracle of the fast check.
+    expected = canonical._where_float(value)
+    if expected is None:
+        data = canonical.dumps(value)
+        assert data.endswith(b"\n")
+    else:
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            canonical.dumps(value)
