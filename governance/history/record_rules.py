@@ -152,10 +152,7 @@ def read_record(snapshot: Snapshot, source: Source) -> bytes:
     size = snapshot.size(source)
     if size > MAX_RECORD_BYTES:
         raise _too_large(size)
-    blob = snapshot.blob(source)
-    data = blob.data
-    del blob
-    return data
+    return snapshot.blob_bytes(source)
 
 
 def read_record_file(path: str) -> bytes:
