@@ -10,6 +10,7 @@ import json
 import pytest
 
 from capsule_hooks import records
+from governance.history.record_rules import _rebuild_hint
 from support.gitrepo import Repo
 from support.history import audit, forge_target, record, record_on_a_deleted_branch
 from support.hostile import catalogue
@@ -107,3 +108,26 @@ def test_capsule_sign_reads_a_record_by_the_same_rules(cli, repo: Repo, hostile,
         result = cli(["sign", path, "--key", str(key.private), "--json"], cwd=repo.path)
         assert json.loads(result.out)["error"]["code"] == code, name
         assert not (repo.path / f"{path}.sig").exists()
+
+
+def test_the_rebuild_hint_of_a_canonical_record_is_what_json_reads(cli, repo: Repo) -> None:
+    data = (repo.path / record(cli, repo)).read_bytes()
+    document = json.loads(data)
+    assert _rebuild_hint(data) == (document["commit"], document["packet"]["path"])
+
+
+def test_the_rebuild_hint_of_a_rewritten_record_comes_from_the_json_parse(cli, repo: Repo) -> None:
+    document = json.loads((repo.path / record(cli, repo)).read_bytes())
+    # Keys out of order: the commit is no longer where a canonical capsule has it.
+    shuffled = json.dumps(dict(reversed(list(document.items())))).encode()
+    assert _rebuild_hint(shuffled) == (document["commit"], document["packet"]["path"])
+    assert _rebuild_hint(b'{"schema":"capsule/2"}') is None
+    assert _rebuild_hint(b"[" * 100_000) is None
+
+
+def test_the_rebuild_hint_decodes_the_path_as_json_does() -> None:
+    data = (
+        b'{"budget":{"bytes":1,"estimator":"x"},"commit":"' + b"a" * 40 + b'","context":{},'
+        b'"id":"P","packet":{"blob":"ab","path":"p\\"q\\u00e9/\\\\x\xc3\xa9","text":""}}\n'
+    )
+    assert _rebuild_hint(data) == ("a" * 40, 'p"q\u00e9/\\x\u00e9')

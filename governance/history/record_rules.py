@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pygit2
 
@@ -209,7 +210,7 @@ class BlobOutcome:
 
 
 def _rebuilds_identically(
-    repo: pygit2.Repository, data: bytes, document: Any, cache: BlobCache | None
+    repo: pygit2.Repository, data: bytes, cache: BlobCache | None
 ) -> tuple[str, str] | None:
     """The declared commit and the packet id when ``data`` is byte for byte what
     the trusted capsule/1 builder makes from that commit; None otherwise.
@@ -217,15 +218,12 @@ def _rebuilds_identically(
     Such a record passes every pre-check by construction (the builder only
     emits capsules the reader accepts, and these are its bytes), so for it the
     pre-checks can be skipped: they cost as much as the rebuild itself. Only
-    the two fields the rebuild needs are read first, and checked.
+    the two fields the rebuild needs are read first (``_rebuild_hint``).
     """
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA_V1:
+    hint = _rebuild_hint(data)
+    if hint is None:
         return None
-    commit, packet = document.get("commit"), document.get("packet")
-    if not (isinstance(commit, str) and FULL_COMMIT.fullmatch(commit)):
-        return None
-    if not (isinstance(packet, dict) and isinstance(packet.get("path"), str)):
-        return None
+    commit, packet_path = hint
     try:
         # Replay's own lookup: an id this repository's object format cannot hold
         # (64 hex in a SHA-1 repository) is a missing commit too.
@@ -235,19 +233,46 @@ def _rebuilds_identically(
     try:
         # commit_tree: a treeless clone lacks it; the full rules then say object_missing.
         snapshot = Snapshot(repo=repo, tree=commit_tree(found), commit_id=commit, cache=cache)
-        built = build_capsule(snapshot, packet["path"])
+        built = build_capsule(snapshot, packet_path)
     except CapsuleError:
         return None
     return (commit, built.packet.id) if built.data == data else None
 
 
-def _plain_parse(data: bytes) -> Any:
-    """The record as plain JSON, or None where even that fails; it only picks
-    the commit and the packet path for a rebuild whose bytes then decide."""
+# Where a canonical capsule has its commit and packet path: "budget" (a flat
+# object) is its first key and "commit" the second; the packet object's first
+# keys are "blob" and "path". Inside a JSON string every '"' is escaped, so
+# neither pattern can match within one.
+_COMMIT_AT = re.compile(rb'\{"budget":\{[^{}]*\},"commit":"([0-9a-f]{40}|[0-9a-f]{64})"')
+_PACKET_PATH = re.compile(rb'"packet":\{"blob":"[0-9a-f]+","path":("(?:[^"\\]|\\.)*")')
+
+
+def _rebuild_hint(data: bytes) -> tuple[str, str] | None:
+    """The commit and the packet path a rebuild of ``data`` would start from,
+    read where a canonical capsule has them, else with the plain JSON parser;
+    None when neither finds them. A hint only: should the rebuild equal
+    ``data`` byte for byte, ``data`` is the canonical capsule of that commit
+    and packet (the builder's bytes are), whatever else it might have said."""
+    commit, path = _COMMIT_AT.match(data), _PACKET_PATH.search(data)
+    if commit is not None and path is not None:
+        try:
+            packet_path = json.loads(path.group(1))
+        except ValueError:
+            packet_path = None
+        if isinstance(packet_path, str):
+            return commit.group(1).decode("ascii"), packet_path
     try:
-        return json.loads(data)
+        document = json.loads(data)
     except (ValueError, RecursionError):
         return None
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA_V1:
+        return None
+    commit_id, packet = document.get("commit"), document.get("packet")
+    if not (isinstance(commit_id, str) and FULL_COMMIT.fullmatch(commit_id)):
+        return None
+    if not (isinstance(packet, dict) and isinstance(packet.get("path"), str)):
+        return None
+    return commit_id, packet["path"]
 
 
 def _judge_blob(
@@ -258,10 +283,9 @@ def _judge_blob(
     except CapsuleError as exc:
         return BlobOutcome(Rule.READ, exc)
     digest = sha256_hex(data)
-    # The shortcut reads two fields with the plain parser: should the rebuild
-    # equal the record byte for byte, the record is canonical (the builder's
-    # bytes are), so the strict parse has nothing left to refuse.
-    shortcut = _rebuilds_identically(repo, data, _plain_parse(data), cache)
+    # Should the rebuild equal the record byte for byte, the record is canonical
+    # (the builder's bytes are), so the strict parse has nothing left to refuse.
+    shortcut = _rebuilds_identically(repo, data, cache)
     if shortcut is not None:
         declared, packet_id = shortcut
         return BlobOutcome(None, None, declared, packet_id, sha256=digest, rebuilt_sha256=digest)
