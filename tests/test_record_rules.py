@@ -6,12 +6,14 @@ record must get the same code from all three."""
 from __future__ import annotations
 
 import json
+import subprocess
 
+import pygit2
 import pytest
 
 from capsule_hooks import records
 from governance.history.record_rules import _rebuild_hint
-from support.gitrepo import Repo
+from support.gitrepo import Repo, clean_environ
 from support.history import audit, forge_target, record, record_on_a_deleted_branch
 from support.hostile import catalogue
 from support.signing import make_key
@@ -131,3 +133,54 @@ def test_the_rebuild_hint_decodes_the_path_as_json_does() -> None:
         b'"id":"P","packet":{"blob":"ab","path":"p\\"q\\u00e9/\\\\x\xc3\xa9","text":""}}\n'
     )
     assert _rebuild_hint(data) == ("a" * 40, 'p"q\u00e9/\\x\u00e9')
+
+
+def _commit_with_a_tree_for_a_file(repo: Repo) -> str:
+    """A commit beside HEAD whose docs/notes.md entry (mode 100644) names a tree
+    object: building P-1 there is git's error (a hand-made or corrupt object)."""
+    git_repo = pygit2.Repository(str(repo.path))
+    head = git_repo[repo.head()]
+    assert isinstance(head, pygit2.Commit)
+    docs = head.tree["docs"]
+    assert isinstance(docs, pygit2.Tree)
+    raw = b"".join(
+        b"%o %s\x00%s"
+        % (e.filemode, e.name.encode(), (docs.id if e.name == "notes.md" else e.id).raw)
+        for e in docs
+    )
+    forged = subprocess.run(
+        ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
+        cwd=repo.path,
+        input=raw,
+        capture_output=True,
+        check=True,
+        env=clean_environ(),
+    ).stdout.decode()
+    builder = git_repo.TreeBuilder(head.tree)
+    builder.insert("docs", pygit2.Oid(hex=forged.strip()), pygit2.enums.FileMode.TREE)
+    who = pygit2.Signature("T", "t@example.invalid", 1767225600, 0)
+    return str(git_repo.create_commit(None, who, who, "forged", builder.write(), [head.id]))
+
+
+def test_a_record_failing_its_pre_checks_is_not_judged_by_a_rebuild_git_cannot_make(
+    cli, repo: Repo, capsys, monkeypatch
+) -> None:
+    # The replay shortcut rebuilds before the pre-checks; git's error in that
+    # rebuild must not stand in for the pre-check that fails first.
+    genuine = (repo.path / record(cli, repo)).read_bytes()
+    forged = _commit_with_a_tree_for_a_file(repo)
+    at_forged = genuine.replace(repo.head().encode(), forged.encode())
+    folder = "packets/P-1/capsules"
+    expected = {
+        f"{folder}/twice.json": "capsule_malformed",
+        f"{folder}/indented.json": "non_canonical",
+    }
+    repo.write(f"{folder}/twice.json", b'{"id":"P-0",' + at_forged[1:])
+    repo.write(f"{folder}/indented.json", (json.dumps(json.loads(at_forged), indent=1)).encode())
+    repo.commit("records declaring a commit git cannot build")
+    assert {p: _replay_code(cli, repo, p) for p in expected} == expected
+    _, report = audit(cli, repo)
+    assert {row["path"]: row["code"] for row in report["results"] if row["path"] in expected} == (
+        expected
+    )
+    assert _hook_codes(repo, sorted(expected), capsys, monkeypatch) == expected

@@ -224,17 +224,23 @@ def _rebuilds_identically(
     if hint is None:
         return None
     commit, packet_path = hint
+    if canonical.has_surrogate(packet_path):
+        # The plain parse takes a lone surrogate escape, no git path holds one,
+        # and the strict parse refuses it (capsule_malformed).
+        return None
     try:
         # Replay's own lookup: an id this repository's object format cannot hold
         # (64 hex in a SHA-1 repository) is a missing commit too.
         found = declared_commit(repo, commit)
-    except CapsuleError:
+    except (CapsuleError, pygit2.GitError):
         return None
     try:
         # commit_tree: a treeless clone lacks it; the full rules then say object_missing.
         snapshot = Snapshot(repo=repo, tree=commit_tree(found), commit_id=commit, cache=cache)
         built = build_capsule(snapshot, packet_path)
-    except CapsuleError:
+    except (CapsuleError, pygit2.GitError):
+        # Not the builder's bytes: the rules decide, in their order (git's error
+        # in the rebuild comes after a pre-check that fails).
         return None
     return (commit, built.packet.id) if built.data == data else None
 

@@ -115,6 +115,16 @@ def catalogue(head: str) -> list[Hostile]:
             _edited("packets/P-1/capsules/twice.json", lambda d: b'{"id":"P-0",' + d[1:]),
         ),
         Hostile(
+            "lone surrogate",
+            "capsule_malformed",
+            "the genuine record with its packet path a lone surrogate escape, which a plain "
+            "JSON parse takes and no git path can hold",
+            _edited(
+                "packets/P-1/capsules/surrogate.json",
+                lambda d: d.replace(b'"packets/P-1/packet.yml"', b'"packets/\\ud800/packet.yml"'),
+            ),
+        ),
+        Hostile(
             "oversized",
             "record_too_large",
             "one byte over the 16 MiB a record may have",
