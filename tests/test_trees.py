@@ -141,3 +141,17 @@ def test_the_memo_is_bounded_by_entries(repo: pygit2.Repository) -> None:
 )  # fmt: skip
 def test_modes_are_normalised_as_libgit2_does(raw: int, reported: int) -> None:
     assert normalised_mode(raw) == reported
+
+
+def test_the_memo_is_bounded_by_bytes_whatever_the_names(repo: pygit2.Repository) -> None:
+    # Names may be 64 KiB each: a few hundred trees of long names, each under
+    # the entry bound, held gigabytes from a repository of a few MB.
+    blob = repo.create_blob(b"z\n")
+    trees = Trees(repo, ID, max_entries=1 << 17, max_bytes=100_000)
+    for index in range(20):
+        name = b"%d-" % index + b"n" * 30_000
+        data = b"".join(_entry(b"100644", b"%d" % n + name, blob) for n in range(2))
+        trees.entries(_raw_tree(Path(repo.path), data).raw)
+        held = sum(map(len, (entry for found in trees._memo.values() for entry in found.values())))
+        assert held <= 100_000 or len(trees._memo) == 1
+    assert len(trees._memo) == 1

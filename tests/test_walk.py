@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from governance.history.globs import PathGlobs
 from governance.history.ranges import parse_range
-from governance.history.walk import Version, find_records
+from governance.history.walk import Version, _Walk, find_records
 
 PACKETS = ("P-1", "P-2", "Q")
 NAMES = ("000000000001.json", "a.json", "b.json", "notes.md")
@@ -171,3 +171,16 @@ def test_walk_agrees_with_the_oracle(
     base = commits[cut % len(commits)]
     where = parse_range(repo, f"{base}..HEAD")
     assert find_records(repo, where, globs).versions == _oracle(repo, globs, base)
+
+
+def test_the_step_memo_holds_no_long_names(tmp_path: Path) -> None:
+    # A name may be 64 KiB: a history renaming a folder's every entry at each
+    # commit filled the 65,536 memoised steps with gigabytes of names.
+    repo = pygit2.init_repository(str(tmp_path / "r"), bare=True)
+    globs = PathGlobs(["packets/*/capsules/*.json"])
+    walk = _Walk(repo, globs, 20)
+    inside = globs.step(globs.start, "packets")
+    for index in range(50):
+        name = f"{index}-" + "n" * 60_000
+        assert walk._step(inside, name) == globs.step(inside, name)
+    assert sum(len(name) for _, name in walk._steps) < 50 * 256

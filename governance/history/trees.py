@@ -26,6 +26,10 @@ Entries = dict[bytes, bytes]
 # Enough for the folders of a few hundred commits around the one being walked;
 # an entry costs about a hundred bytes, so this stays under a few tens of MiB.
 MAX_ENTRIES = 1 << 17
+# And at most this many bytes of tree objects: a name may be 64 KiB, so the
+# entry bound alone would let a few MB of repository (long names compress
+# well) hold gigabytes.
+MAX_BYTES = 32 << 20
 
 _TYPE = 0o170000
 _WHOLE = operator.itemgetter(1)
@@ -53,11 +57,19 @@ def mode_and_id(entry: bytes, id_size: int) -> tuple[int, bytes]:
 class Trees:
     """The entries of the trees of one repository, by raw tree id."""
 
-    def __init__(self, repo: pygit2.Repository, id_size: int, max_entries: int = MAX_ENTRIES):
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        id_size: int,
+        max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
+    ):
         self.repo = repo
         self.id_size = id_size
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._held = 0
+        self._bytes = 0
         self._memo: OrderedDict[bytes, Entries] = OrderedDict()
         # (name, whole entry) for each entry: the name is read ahead.
         self._entry = re.compile(
@@ -83,7 +95,11 @@ class Trees:
             raise pygit2.GitError(f"tree {oid} names an entry twice")
         self._memo[tree_id] = found
         self._held += len(found)
-        while self._held > self.max_entries and len(self._memo) > 1:
+        self._bytes += len(data)
+        while (self._held > self.max_entries or self._bytes > self.max_bytes) and len(
+            self._memo
+        ) > 1:
             _, dropped = self._memo.popitem(last=False)
             self._held -= len(dropped)
+            self._bytes -= sum(map(len, dropped.values()))
         return found

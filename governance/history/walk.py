@@ -61,8 +61,11 @@ class _Walk:
 
     # A parent is almost always a commit walked just before its child.
     MAX_COMMITS = 4096
-    # Folder and file names met on the way to records, with where each leads.
+    # Folder and file names met on the way to records, with where each leads;
+    # only names a file system could hold (255 bytes) are kept, since a git
+    # name may be 64 KiB and 65,536 of those would be gigabytes.
     MAX_STEPS = 1 << 16
+    MAX_STEP_NAME = 255
 
     def __init__(self, repo: pygit2.Repository, globs: PathGlobs, id_size: int) -> None:
         self.repo = repo
@@ -88,7 +91,7 @@ class _Walk:
         after = self._steps.get(key)
         if after is None:
             after = self.globs.step(state, name)
-            if len(self._steps) < self.MAX_STEPS:
+            if len(self._steps) < self.MAX_STEPS and len(name) <= self.MAX_STEP_NAME:
                 self._steps[key] = after
         return after
 
