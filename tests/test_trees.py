@@ -155,3 +155,26 @@ def test_the_memo_is_bounded_by_bytes_whatever_the_names(repo: pygit2.Repository
         held = sum(map(len, (entry for found in trees._memo.values() for entry in found.values())))
         assert held <= 100_000 or len(trees._memo) == 1
     assert len(trees._memo) == 1
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"1100644 a\x00" + b"\x01" * 20,  # a mode over 16 bits
+        b"7777777 a\x00" + b"\x01" * 20,
+        b"100644 " + b"a" * 65536 + b"\x00" + b"\x01" * 20,  # a name over 64 KiB
+    ],
+)
+def test_a_tree_libgit2_refuses_is_refused(repo: pygit2.Repository, data: bytes) -> None:
+    # What the walk read through pygit2 before: its refusals stay refusals.
+    oid = _raw_tree(Path(repo.path), data)
+    with pytest.raises(pygit2.GitError):
+        _pygit2_view(repo, oid)
+    with pytest.raises(pygit2.GitError):
+        Trees(repo, ID).entries(oid.raw)
+
+
+def test_a_zero_padded_mode_reads_as_libgit2_reads_it(repo: pygit2.Repository) -> None:
+    blob = repo.create_blob(b"x\n")
+    oid = _raw_tree(Path(repo.path), _entry(b"0000100644", b"a", blob))
+    assert _our_view(repo, oid) == _pygit2_view(repo, oid)

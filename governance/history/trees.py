@@ -1,12 +1,14 @@
 """Git tree objects read from their raw bytes, for the history walk: each
 entry's name, the file mode libgit2 reports for it, and its object id, with
-a memo of recent trees bounded by their number of entries.
+a memo of recent trees bounded by their number of entries and bytes.
 
 pygit2 makes an object per entry it hands out; the walk looks at every entry
 of every folder a commit changes and keeps almost none, so it parses the
 tree's bytes with one regular expression instead. A tree object is a run of
 ``<octal mode> <name>\\0<raw id>`` entries (git's format, the same for every
-version); one that is anything else is refused as git would refuse it.
+version); one that libgit2 refuses is refused (a mode over 16 bits, a name
+over 65,535 bytes), and so are two forms it takes and no git writes: a sign
+before the mode, and a name twice.
 """
 
 from __future__ import annotations
@@ -71,9 +73,12 @@ class Trees:
         self._held = 0
         self._bytes = 0
         self._memo: OrderedDict[bytes, Entries] = OrderedDict()
-        # (name, whole entry) for each entry: the name is read ahead.
+        # (name, whole entry) for each entry: the name is read ahead. As
+        # libgit2 reads them: a mode of at most 16 bits, zeros before it or
+        # not, and a name of 1 to 65,535 bytes.
+        mode, name = rb"0*(?:1[0-7]{5}|[0-7]{1,5})", rb"[^\x00]{1,65535}"
         self._entry = re.compile(
-            rb"(?=[0-7]{1,7} ([^\x00]+)\x00)([0-7]{1,7} [^\x00]+\x00.{%d})" % id_size, re.DOTALL
+            rb"(?=%s (%s)\x00)(%s %s\x00.{%d})" % (mode, name, mode, name, id_size), re.DOTALL
         )
 
     def entries(self, tree_id: bytes) -> Entries:
