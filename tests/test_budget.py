@@ -108,3 +108,15 @@ def test_fixpoint_in_place_across_digit_boundaries() -> None:
         document = {"text": "x" * pad, "budget": {"bytes": 0, "estimated_tokens": 0}}
         data = budget.fixpoint(document, canonical.dumps)
         assert data == _plain_climb({"text": "x" * pad, "budget": {}})
+
+
+def test_fixpoint_of_a_document_holding_its_budget_twice_is_the_plain_climb() -> None:
+    # The same budget object at two places of the document: its numbers are
+    # written at both, so writing them in place of the leading zeros alone
+    # would give other bytes than serialising the document.
+    shared: dict[str, object] = {"bytes": 0, "estimated_tokens": 0}
+    document = {"budget": shared, "copy": shared, "text": "x" * 100}
+    data = budget.fixpoint(document, canonical.dumps)
+    assert data == canonical.dumps(document)
+    plain: dict[str, object] = {}
+    assert data == _plain_climb({"budget": plain, "copy": plain, "text": "x" * 100})

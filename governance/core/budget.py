@@ -45,6 +45,9 @@ class Cost:
 _LEAD = b'{"budget":{"bytes":'
 _MIDDLE = b',"estimated_tokens":'
 _ZEROS = _LEAD + b"0" + _MIDDLE + b"0"
+# The two zeros as any object holding them serialises (no JSON string can hold
+# this run: its quotes would be escaped).
+_PAIR = b'"bytes":0,"estimated_tokens":0'
 
 
 def fixpoint(document: dict[str, Any], dumps: Callable[[Any], bytes]) -> bytes:
@@ -70,10 +73,11 @@ def fixpoint(document: dict[str, Any], dumps: Callable[[Any], bytes]) -> bytes:
         n_bytes = length
     budget["bytes"] = n_bytes
     budget["estimated_tokens"] = estimate_tokens(n_bytes)
-    if zeros.startswith(_ZEROS) and dumps is canonical.dumps:
+    if zeros.startswith(_ZEROS) and dumps is canonical.dumps and zeros.count(_PAIR) == 1:
         # The two numbers lead the canonical file, and nothing else in it
-        # depends on them: write them in place of the zeros instead of
-        # serialising again.
+        # depends on them (the budget object is not also elsewhere in the
+        # document): write them in place of the zeros instead of serialising
+        # again.
         data = b"".join(
             (
                 _LEAD,
