@@ -6,13 +6,15 @@ record must get the same code from all three."""
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
+import sys
 
 import pygit2
 import pytest
 
 from capsule_hooks import records
-from governance.history.record_rules import _rebuild_hint
+from governance.history.record_rules import MAX_RECORD_BYTES, _rebuild_hint
 from support.gitrepo import Repo, clean_environ
 from support.history import audit, forge_target, record, record_on_a_deleted_branch
 from support.hostile import catalogue
@@ -184,3 +186,31 @@ def test_a_record_failing_its_pre_checks_is_not_judged_by_a_rebuild_git_cannot_m
         expected
     )
     assert _hook_codes(repo, sorted(expected), capsys, monkeypatch) == expected
+
+
+def test_a_record_of_16_mib_with_an_open_path_string_is_judged_in_bounded_memory(
+    repo: Repo,
+) -> None:
+    # The replay shortcut read the packet path with a regular expression
+    # whose repeated alternation keeps state per character: over 2 GiB for a
+    # record at the size limit. Judged within 1 GiB of address space, it is
+    # the strict parse's capsule_malformed.
+    head = f'{{"budget":{{}},"commit":"{repo.head()}","packet":{{"blob":"a","path":"'.encode()
+    path = f"packets/P-1/capsules/{repo.head()[:12]}.json"
+    repo.write(path, head + b"x" * (MAX_RECORD_BYTES - len(head)))
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    script = "import sys; from governance.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", script, "replay", path, "--json"],
+        cwd=repo.path,
+        preexec_fn=limit,
+        capture_output=True,
+        text=True,
+        env=clean_environ(),
+        check=False,
+    )
+    assert done.stdout, done.stderr[-2000:]
+    assert json.loads(done.stdout)["error"]["code"] == "capsule_malformed"

@@ -248,9 +248,12 @@ def _rebuilds_identically(
 # Where a canonical capsule has its commit and packet path: "budget" (a flat
 # object) is its first key and "commit" the second; the packet object's first
 # keys are "blob" and "path". Inside a JSON string every '"' is escaped, so
-# neither pattern can match within one.
+# neither pattern can match within one. The path string itself is read by
+# JSON's scanner: a regular expression for a string with escapes keeps state
+# per character (over 2 GiB for a record of 16 MiB).
 _COMMIT_AT = re.compile(rb'\{"budget":\{[^{}]*\},"commit":"([0-9a-f]{40}|[0-9a-f]{64})"')
-_PACKET_PATH = re.compile(rb'"packet":\{"blob":"[0-9a-f]+","path":("(?:[^"\\]|\\.)*")')
+_PACKET_PATH = re.compile(rb'"packet":\{"blob":"[0-9a-f]+","path":(?=")')
+_STRING = json.JSONDecoder()
 
 
 def _rebuild_hint(data: bytes) -> tuple[str, str] | None:
@@ -262,7 +265,10 @@ def _rebuild_hint(data: bytes) -> tuple[str, str] | None:
     commit, path = _COMMIT_AT.match(data), _PACKET_PATH.search(data)
     if commit is not None and path is not None:
         try:
-            packet_path = json.loads(path.group(1))
+            # Bytes that are not UTF-8 become lone surrogates, which no path
+            # the rebuild takes holds.
+            tail = data[path.end() :].decode("utf-8", "surrogateescape")
+            packet_path, _ = _STRING.raw_decode(tail)
         except ValueError:
             packet_path = None
         if isinstance(packet_path, str):
