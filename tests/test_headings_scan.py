@@ -195,3 +195,20 @@ def test_a_plain_file_needs_no_markdown_parser() -> None:
 def test_headings_are_one_type() -> None:
     # The scan path builds the same Heading values the parse does.
     assert parse_headings("# A\n") == [Heading(line=1, end_line=1, level=1, text="A", slug="a")]
+
+
+@pytest.mark.parametrize("marker", ["- ", "1. "])
+def test_a_long_run_of_list_markers_is_declined_in_bounded_memory(marker: str) -> None:
+    # One line of a million list markers: the nesting check counted them with a
+    # repeated group, whose state grew by some 170 bytes a character (1.2 GiB
+    # for a file of 7 MiB). Declined within 256 MiB of address space.
+    probe = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (256 << 20, 256 << 20))\n"
+        "from governance.core.headings_scan import scan_headings\n"
+        f"print(scan_headings({marker!r} * (1 << 20) + 'x\\n'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    assert done.stdout.split() == ["None"], done.stderr[-2000:]

@@ -41,16 +41,18 @@ _MARKER = r"(?:[-+*]|[0-9]{1,9}[.)])"
 # Each pattern starts with a literal line feed (the text is searched with one
 # prepended), which lets the regex engine skip ahead to line starts: about 30
 # times faster than '^' in MULTILINE mode.
-# A list marker after 4 or more characters of indentation, or the third marker
-# of a line: the only lines where a list can be nested deeply.
-_NESTED = re.compile(
-    rf"\n(?=[ \t]{{4}}|[ \t]{{0,3}}(?:{_MARKER}[ \t]+){{2}}{_MARKER}(?:[ \t\n]|$))"
-    rf"(?P<indent>[ \t]*)(?P<chain>(?:{_MARKER}[ \t]+)*){_MARKER}(?=[ \t\n]|$)"
-)
-_MARKERS = re.compile(_MARKER + r"[ \t]")
 # markdown-it's nesting limit is 20 levels and each list adds two: a list
 # item at depth 10 drops the rest of the document. Declined from depth 9.
 _DEEPEST = 9
+# A list marker after 4 or more characters of indentation, or the third marker
+# of a line: the only lines where a list can be nested deeply. At most
+# _DEEPEST markers are counted before the last (enough to decline): a repeated
+# group keeps state per repetition, over a GiB for one line of a million.
+_NESTED = re.compile(
+    rf"\n(?=[ \t]{{4}}|[ \t]{{0,3}}(?:{_MARKER}[ \t]+){{2}}{_MARKER}(?:[ \t\n]|$))"
+    rf"(?P<indent>[ \t]*)(?P<chain>(?:{_MARKER}[ \t]+){{0,{_DEEPEST}}}){_MARKER}(?=[ \t\n]|$)"
+)
+_MARKERS = re.compile(_MARKER + r"[ \t]")
 _LINE = re.compile(
     r"\n(?P<indent>[ \t]*)(?:(?:"
     r"(?P<atx>#{1,6})(?:[ \t](?P<rest>[^\n]*))?"
