@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pygit2
@@ -11,7 +10,7 @@ import pytest
 from governance.core.hashing import sha256_hex
 from governance.core.locator import check_path
 from governance.errors import SourceError
-from support.gitrepo import Repo, clean_environ, packet_yaml
+from support.gitrepo import Repo, commit_with_a_tree_for_a_file, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 
@@ -609,32 +608,7 @@ def test_a_file_entry_naming_a_tree_object_is_git_s_error(cli, repo: Repo) -> No
     """A tree entry written as a file (mode 100644) whose id names a tree (only a
     hand-made or corrupt object says so): a git error, never a crash."""
     set_reads(repo, ["docs/notes.md"])
-    git_repo = pygit2.Repository(str(repo.path))
-    head = git_repo[repo.head()]
-    assert isinstance(head, pygit2.Commit)
-    docs = head.tree["docs"]
-    assert isinstance(docs, pygit2.Tree)
-    raw = b"".join(
-        b"%o %s\x00%s"
-        % (e.filemode, e.name.encode(), (docs.id if e.name == "notes.md" else e.id).raw)
-        for e in docs
-    )
-    forged = (
-        subprocess.run(
-            ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
-            cwd=repo.path,
-            input=raw,
-            capture_output=True,
-            check=True,
-            env=clean_environ(),
-        )
-        .stdout.decode()
-        .strip()
-    )
-    builder = git_repo.TreeBuilder(head.tree)
-    builder.insert("docs", pygit2.Oid(hex=forged), pygit2.enums.FileMode.TREE)
-    who = pygit2.Signature("T", "t@example.invalid", 1767225600, 0)
-    commit = git_repo.create_commit(None, who, who, "forged", builder.write(), [head.id])
+    commit = commit_with_a_tree_for_a_file(repo)
     result = build(cli, repo, "--json", "--at", str(commit))
     assert result.code == 2, result  # git's errors exit 2, as everywhere
     error = json.loads(result.out)["error"]

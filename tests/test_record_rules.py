@@ -10,12 +10,11 @@ import resource
 import subprocess
 import sys
 
-import pygit2
 import pytest
 
 from capsule_hooks import records
 from governance.history.record_rules import MAX_RECORD_BYTES, _rebuild_hint
-from support.gitrepo import Repo, clean_environ
+from support.gitrepo import Repo, clean_environ, commit_with_a_tree_for_a_file
 from support.history import audit, forge_target, record, record_on_a_deleted_branch
 from support.hostile import catalogue
 from support.signing import make_key
@@ -137,40 +136,13 @@ def test_the_rebuild_hint_decodes_the_path_as_json_does() -> None:
     assert _rebuild_hint(data) == ("a" * 40, 'p"q\u00e9/\\x\u00e9')
 
 
-def _commit_with_a_tree_for_a_file(repo: Repo) -> str:
-    """A commit beside HEAD whose docs/notes.md entry (mode 100644) names a tree
-    object: building P-1 there is git's error (a hand-made or corrupt object)."""
-    git_repo = pygit2.Repository(str(repo.path))
-    head = git_repo[repo.head()]
-    assert isinstance(head, pygit2.Commit)
-    docs = head.tree["docs"]
-    assert isinstance(docs, pygit2.Tree)
-    raw = b"".join(
-        b"%o %s\x00%s"
-        % (e.filemode, e.name.encode(), (docs.id if e.name == "notes.md" else e.id).raw)
-        for e in docs
-    )
-    forged = subprocess.run(
-        ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
-        cwd=repo.path,
-        input=raw,
-        capture_output=True,
-        check=True,
-        env=clean_environ(),
-    ).stdout.decode()
-    builder = git_repo.TreeBuilder(head.tree)
-    builder.insert("docs", pygit2.Oid(hex=forged.strip()), pygit2.enums.FileMode.TREE)
-    who = pygit2.Signature("T", "t@example.invalid", 1767225600, 0)
-    return str(git_repo.create_commit(None, who, who, "forged", builder.write(), [head.id]))
-
-
 def test_a_record_failing_its_pre_checks_is_not_judged_by_a_rebuild_git_cannot_make(
     cli, repo: Repo, capsys, monkeypatch
 ) -> None:
     # The replay shortcut rebuilds before the pre-checks; git's error in that
     # rebuild must not stand in for the pre-check that fails first.
     genuine = (repo.path / record(cli, repo)).read_bytes()
-    forged = _commit_with_a_tree_for_a_file(repo)
+    forged = commit_with_a_tree_for_a_file(repo)
     at_forged = genuine.replace(repo.head().encode(), forged.encode())
     folder = "packets/P-1/capsules"
     expected = {

@@ -5,29 +5,19 @@ that are not UTF-8, links and submodules; malformed objects are refused."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pygit2
 import pytest
 
 from governance.history.trees import Trees, mode_and_id, normalised_mode
-from support.gitrepo import clean_environ
+from support.gitrepo import write_raw_tree
 
 ID = 20
 
 
 def _raw_tree(path: Path, data: bytes) -> pygit2.Oid:
-    # --literally: git writes the object as given, as an old or foreign git might have.
-    out = subprocess.run(
-        ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
-        cwd=path,
-        input=data,
-        capture_output=True,
-        check=True,
-        env=clean_environ(),
-    )
-    return pygit2.Oid(hex=out.stdout.decode().strip())
+    return pygit2.Oid(hex=write_raw_tree(path, data))
 
 
 def _entry(mode: bytes, name: bytes, oid: pygit2.Oid) -> bytes:

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pygit2
+
 POLICY = """\
 target_tokens: 12000
 hard_limit_tokens: 16000
@@ -150,3 +152,37 @@ class Repo:
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD")
+
+
+def write_raw_tree(path: Path, data: bytes) -> str:
+    """Write ``data`` as a tree object as given (``--literally``), as an old,
+    foreign or hostile git might have; its id."""
+    done = subprocess.run(
+        ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
+        cwd=path,
+        input=data,
+        capture_output=True,
+        check=True,
+        env=clean_environ(),
+    )
+    return done.stdout.decode().strip()
+
+
+def commit_with_a_tree_for_a_file(repo: Repo, path: str = "docs/notes.md") -> str:
+    """A commit beside HEAD whose ``path`` entry (mode 100644, one folder deep)
+    names a tree object, which only a hand-made or corrupt object says."""
+    folder, name = path.split("/")
+    git_repo = pygit2.Repository(str(repo.path))
+    head = git_repo[repo.head()]
+    assert isinstance(head, pygit2.Commit)
+    tree = head.tree[folder]
+    assert isinstance(tree, pygit2.Tree)
+    raw = b"".join(
+        b"%o %s\x00%s" % (e.filemode, e.name.encode(), (tree.id if e.name == name else e.id).raw)
+        for e in tree
+    )
+    forged = write_raw_tree(repo.path, raw)
+    builder = git_repo.TreeBuilder(head.tree)
+    builder.insert(folder, pygit2.Oid(hex=forged), pygit2.enums.FileMode.TREE)
+    who = pygit2.Signature("T", "t@example.invalid", 1767225600, 0)
+    return str(git_repo.create_commit(None, who, who, "forged", builder.write(), [head.id]))
