@@ -9,10 +9,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from governance.core.budget import Limits, estimate_tokens
-from governance.core.excerpt import candidate_locator
-from governance.core.headings import parse_headings, split_lines
+from governance.core.excerpt import candidate_locator, parsed_file
 from governance.core.overlap import overlaps
-from governance.core.tree import Tree
 
 if TYPE_CHECKING:
     from governance.core.excerpt import Excerpt
@@ -79,12 +77,8 @@ def narrowing(
 def _sections(excerpt: Excerpt, snapshot: Snapshot) -> list[dict[str, Any]]:
     """The largest sections directly under the read's heading (for a whole
     file: under no heading, or under its one top heading), largest first."""
-    source = snapshot.source(excerpt.path)
-    data = snapshot.read(source)
-    text = data.decode("utf-8")
-    lines = split_lines(data)
-    headings = snapshot.memo("headings", source, lambda: tuple(parse_headings(text)))
-    tree = Tree(headings, len(lines))
+    parsed = parsed_file(snapshot, snapshot.source(excerpt.path), locator=excerpt.locator)
+    tree, lines = parsed.tree, parsed.lines
     if excerpt.heading is not None:
         owner = next(
             (

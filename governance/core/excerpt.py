@@ -109,10 +109,10 @@ def parse_source(
     return Parsed(sha256_hex(data), lines, Tree(parsed, len(lines)))
 
 
-def excerpt_of(snapshot: Snapshot, selector: Selector, source: Source) -> Excerpt:
-    """``select`` through the snapshot's per-run cache: an excerpt is a pure
-    function of the blob and the locator; the parsed file (headings, lines,
-    tree), of the blob alone, so other locators into the same file share it."""
+def parsed_file(snapshot: Snapshot, source: Source, *, locator: str) -> Parsed:
+    """``parse_source`` of ``source`` through the snapshot's per-run cache: the
+    parsed file (and its headings) once per blob while it stays cached, shared
+    by every locator into it (``locator`` words a decoding failure)."""
 
     def headings(text: str) -> Sequence[Heading]:
         return snapshot.memo(
@@ -122,17 +122,25 @@ def excerpt_of(snapshot: Snapshot, selector: Selector, source: Source) -> Excerp
             weight=lambda found: sum(128 + 2 * len(h.text) for h in found),
         )
 
+    data = snapshot.read(source)
+    return snapshot.memo(
+        "parsed",
+        source,
+        lambda: parse_source(data, locator=locator, headings=headings),
+        # The lines hold the blob's bytes again; the tree, a few entries a heading.
+        weight=lambda found: len(data) + 64 * len(found.lines) + 256 * len(found.tree.headings),
+    )
+
+
+def excerpt_of(snapshot: Snapshot, selector: Selector, source: Source) -> Excerpt:
+    """``select`` through the snapshot's per-run cache: an excerpt is a pure
+    function of the blob and the locator; the parsed file (headings, lines,
+    tree), of the blob alone (``parsed_file``)."""
+
     def compute() -> Excerpt:
-        data = snapshot.read(source)
         if selector.slug is None:
-            return select(selector, source, data)
-        parsed = snapshot.memo(
-            "parsed",
-            source,
-            lambda: parse_source(data, locator=selector.locator, headings=headings),
-            # The lines hold the blob's bytes again; the tree, a few entries a heading.
-            weight=lambda found: len(data) + 64 * len(found.lines) + 256 * len(found.tree.headings),
-        )
+            return select(selector, source, snapshot.read(source))
+        parsed = parsed_file(snapshot, source, locator=selector.locator)
         return section_excerpt(selector, source, parsed)
 
     return snapshot.memo(
