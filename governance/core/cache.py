@@ -18,6 +18,9 @@ T = TypeVar("T")
 
 # Enough for the sources of the records around any point of a walk through history.
 DEFAULT_MAX_WEIGHT = 8 << 20
+# Blob sizes remembered at most (an id and an int, some 200 bytes each): a
+# replay asks for the size of every source several times.
+MAX_SIZES = 16384
 
 
 class BlobCache:
@@ -27,6 +30,16 @@ class BlobCache:
         self.max_weight = max_weight
         self.weight = 0
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        # Blob id -> size from the object header: a pure function of the id,
+        # kept apart from the weighted entries (a plain dict is the cheapest
+        # lookup); the oldest goes first past MAX_SIZES.
+        self.sizes: dict[str, int] = {}
+
+    def remember_size(self, blob_id: str, size: int) -> None:
+        sizes = self.sizes
+        if len(sizes) >= MAX_SIZES:
+            del sizes[next(iter(sizes))]
+        sizes[blob_id] = size
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -120,7 +120,6 @@ class Snapshot:
     workdir: Path | None = None
     label: str | None = None
     cache: BlobCache | None = field(default=None, repr=False)
-    _sizes: dict[str, int] = field(default_factory=dict, repr=False)
     _clean: set[tuple[str, str, int]] = field(default_factory=set, repr=False)
     _index: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
     _trees: dict[str, pygit2.Tree] = field(default_factory=dict, repr=False)
@@ -219,14 +218,17 @@ class Snapshot:
         )
 
     def size(self, source: Source) -> int:
-        """The blob's size from the object header, without inflating it where possible."""
-        size = self._sizes.get(source.blob_id)
+        """The blob's size from the object header, without inflating it where
+        possible; once per blob id for every snapshot sharing the cache (a size
+        is a function of the id alone)."""
+        cache = self._cache()
+        size = cache.sizes.get(source.blob_id)
         if size is None:
             try:
                 _, size = self.repo.odb.read_header(pygit2.Oid(hex=source.blob_id))
             except KeyError:
                 raise self._object_missing(source) from None
-            self._sizes[source.blob_id] = size
+            cache.remember_size(source.blob_id, size)
         return size
 
     def blob_bytes(self, source: Source) -> bytes:
