@@ -10,6 +10,15 @@ from governance.errors import SourceError
 
 # C0 controls and DEL (check_path names NUL on its own, before these).
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
+# Paths already found safe (whether a path is safe depends on the path alone;
+# the locator only words a refusal): a build checks the same few paths a
+# dozen times. Bounded in count and in each path's length, since a hostile
+# history may hold millions of distinct paths of up to 64 KiB: when full it
+# starts again (a whole-set operation, safe should threads share it). Plain
+# str only: a subclass could hash or compare as another path.
+_SAFE: set[str] = set()
+_SAFE_MAX = 4096
+_SAFE_LONGEST = 1024
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,8 @@ class Selector:
 
 def check_path(path: str, *, locator: str | None = None) -> str:
     """Refuse any path that is not a plain, normalised, repository-relative POSIX path."""
+    if type(path) is str and path in _SAFE:
+        return path
     shown = locator if locator is not None else path
 
     def unsafe(why: str) -> SourceError:
@@ -53,6 +64,10 @@ def check_path(path: str, *, locator: str | None = None) -> str:
         # Case-insensitive: .GIT is .git on the file systems most people use.
         if part.lower() == ".git":
             raise unsafe("'.git' component")
+    if type(path) is str and len(path) <= _SAFE_LONGEST:
+        if len(_SAFE) >= _SAFE_MAX:
+            _SAFE.clear()
+        _SAFE.add(path)
     return path
 
 
