@@ -283,6 +283,24 @@ def test_split_lines(data: bytes, lines: list[bytes]) -> None:
     assert line_count(data) == len(lines)
 
 
+# What split_lines was: every run up to and including \r\n, \r or \n, and a last
+# run without one.
+_LINES_BY_REGEX = re.compile(rb"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+# Bytes that are a line break somewhere (str.splitlines, Unicode, ASCII
+# separators) beside arbitrary ones, so every mix of them comes up.
+_BREAKING = st.lists(
+    st.sampled_from([b"\r", b"\n", b"\r\n", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e"])
+    | st.sampled_from([b"\x85", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9", b"a", b" "])
+    | st.binary(max_size=3)
+).map(b"".join)
+
+
+@settings(max_examples=500)
+@given(st.binary() | _BREAKING)
+def test_split_lines_splits_where_the_regular_expression_did(data: bytes) -> None:
+    assert split_lines(data) == _LINES_BY_REGEX.findall(data)
+
+
 @given(st.binary())
 def test_split_lines_round_trips(data: bytes) -> None:
     lines = split_lines(data)

@@ -37,9 +37,9 @@ class Section:
 
 
 # The same three line ends markdown-it normalises (\r\n, \r, \n), so byte line numbers
-# and markdown-it's token maps agree. Deliberately not str.splitlines / bytes.splitlines:
-# those also split on \v, \f, \x1c-\x1e, \x85 and U+2028/9, which markdown-it treats as text.
-_LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+# and markdown-it's token maps agree. bytes.splitlines splits at exactly these
+# (split_lines uses it); deliberately not str.splitlines, which also splits on \v,
+# \f, \x1c-\x1e, \x85 and U+2028/9, which markdown-it treats as text.
 _LINE_TEXT = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 # Where an inline rule of markdown-it (escape, backticks, emphasis,
 # strikethrough, link, image, autolink, HTML, entity, newline) can start, and
@@ -67,7 +67,9 @@ def _block_parser() -> MarkdownIt:
 
 
 def split_lines(data: bytes) -> list[bytes]:
-    return _LINE_BYTES.findall(data)
+    # Each line with its end (\r\n, \r or \n), a last line without one: some 30
+    # times faster than a regular expression (tests hold the two equal).
+    return data.splitlines(keepends=True)
 
 
 def line_count(data: bytes) -> int:
