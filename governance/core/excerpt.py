@@ -184,7 +184,7 @@ def section_excerpt(selector: Selector, source: Source, parsed: Parsed) -> Excer
     match = tree.match(selector.slugs)
     if match.named is None:
         raise _unnamed(selector, tree, match)
-    section = tree.sections[match.named]
+    section = tree.section(match.named)
     selected = b"".join(parsed.lines[section.first_line - 1 : section.last_line])
     return Excerpt(
         locator=selector.locator,

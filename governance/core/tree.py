@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 from governance.core.headings import Heading, Section
 
@@ -38,25 +39,45 @@ class Match:
 
 class Tree:
     def __init__(self, headings: Sequence[Heading], total_lines: int) -> None:
-        self.headings = tuple(headings)
-        count = len(self.headings)
-        self.parent: list[int | None] = [None] * count
+        self.headings = found = tuple(headings)
+        count = len(found)
+        parent: list[int | None] = [None] * count
         last_line = [total_lines] * count
+        # The open headings, outermost first, and their levels beside them.
         open_: list[int] = []
-        for index, heading in enumerate(self.headings):
-            while open_ and self.headings[open_[-1]].level >= heading.level:
+        levels: list[int] = []
+        by_slug: dict[str, list[int]] = {}
+        for index, heading in enumerate(found):
+            level = heading.level
+            while levels and levels[-1] >= level:
+                levels.pop()
                 last_line[open_.pop()] = heading.line - 1
-            self.parent[index] = open_[-1] if open_ else None
+            parent[index] = open_[-1] if open_ else None
             open_.append(index)
-        self.sections = tuple(
-            Section(heading=h, first_line=h.line, last_line=last)
-            for h, last in zip(self.headings, last_line, strict=True)
-        )
-        self.by_slug: dict[str, list[int]] = {}
-        for index, heading in enumerate(self.headings):
-            self.by_slug.setdefault(heading.slug, []).append(index)
+            levels.append(level)
+            slug = heading.slug
+            if slug in by_slug:
+                by_slug[slug].append(index)
+            else:
+                by_slug[slug] = [index]
+        self.parent = parent
+        self._last_line = last_line
+        self.by_slug = by_slug
         self._subsequences: dict[str, Counter[tuple[str, ...]]] = {}
         self._qualifier_sets: dict[int, set[tuple[str, ...]]] = {}
+
+    @cached_property
+    def sections(self) -> tuple[Section, ...]:
+        """Each heading's section, in line order (made when first asked for:
+        an excerpt needs one, ``section``)."""
+        found = self.headings
+        # Positional arguments: a dataclass is made faster so than by keyword.
+        return tuple(map(Section, found, [h.line for h in found], self._last_line))
+
+    def section(self, index: int) -> Section:
+        """``sections[index]``, without making the others."""
+        heading = self.headings[index]
+        return Section(heading, heading.line, self._last_line[index])
 
     def ancestors(self, index: int) -> list[int]:
         """Enclosing headings, nearest first (at most five: levels are 1 to 6)."""
