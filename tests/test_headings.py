@@ -425,3 +425,50 @@ def test_rule_logging_is_skipped_only_while_nobody_listens(
     with caplog.at_level(logging.DEBUG, logger="markdown_it"):
         headings._parse_fully(text)
     assert any(record.name.startswith("markdown_it.rules_block.") for record in caplog.records)
+
+
+_HEADING_TEXTS = st.lists(
+    st.sampled_from(
+        [
+            "Title",
+            "`code`",
+            "*em*",
+            "a_b_",
+            "&amp;",
+            "&copy; x",
+            "\\*",
+            "![i](x) T",
+            "<b>x</b>",
+            "~~s~~",
+        ]
+    )
+    | st.text(alphabet="ab `*_&;<>!~\\é", max_size=8),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=200)
+@given(_HEADING_TEXTS, st.lists(st.integers(1, 6), min_size=8, max_size=8))
+def test_a_remembered_heading_is_the_heading_parsed_afresh(
+    texts: list[str], levels: list[int]
+) -> None:
+    # Scanned headings' texts and slugs are remembered by their source text:
+    # the same headings whether remembered, forgotten or parsed in full.
+    doc = "".join(
+        f"{'#' * level} {text}\n\nbody\n" for text, level in zip(texts, levels, strict=False)
+    )
+    first = parse_headings(doc)
+    again = parse_headings(doc)
+    headings._RENDERED.clear()
+    afresh = parse_headings(doc)
+    assert first == again == afresh == headings._parse_fully(doc)
+
+
+def test_remembered_heading_texts_are_bounded() -> None:
+    for n in range(headings._RENDERED_MAX + 10):
+        parse_headings(f"# Heading {n}\n")
+    assert len(headings._RENDERED) <= headings._RENDERED_MAX
+    long = "x" * (headings._RENDERED_LONGEST + 1)
+    assert parse_headings(f"# {long}\n")[0].text == long
+    assert long not in headings._RENDERED

@@ -163,7 +163,29 @@ def parse_headings(text: str) -> list[Heading]:
     scanned = scan_headings(text)
     if scanned is None:
         return _markdown_it_headings(text)
-    return [_heading(line, line, level, content, {}) for line, level, content in scanned]
+    return [_scanned(line, level, content) for line, level, content in scanned]
+
+
+# A scanned heading's rendered text and slug by its source text: with no link
+# references (a scanned heading is rendered with an empty env) they are a
+# function of the source text alone, and most headings recur in every version
+# of a file. Bounded in count and in each text's length; when full it starts
+# again (one whole-dict operation).
+_RENDERED: dict[str, tuple[str, str]] = {}
+_RENDERED_MAX = 2048
+_RENDERED_LONGEST = 200
+
+
+def _scanned(line: int, level: int, content: str) -> Heading:
+    known = _RENDERED.get(content)
+    if known is not None:
+        return Heading(line, line, level, known[0], known[1])
+    heading = _heading(line, line, level, content, {})
+    if len(content) <= _RENDERED_LONGEST:
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        _RENDERED[content] = (heading.text, heading.slug)
+    return heading
 
 
 def _parse_fully(text: str) -> list[Heading]:
@@ -199,6 +221,5 @@ def _heading(line: int, end_line: int, level: int, content: str, env: dict[str, 
         # comes from markup such as a leading image, and GitHub keeps it
         # (`# ![x](y) Title` -> "-title").
         rendered = _render(inline.children or [])
-    return Heading(
-        line=line, end_line=end_line, level=level, text=rendered, slug=github_slug(rendered)
-    )
+    # Positional: a dataclass is made faster so than by keyword.
+    return Heading(line, end_line, level, rendered, github_slug(rendered))
