@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from governance import __version__
 from governance.commands._args import EXIT_CODES, Parser
-from governance.commands._boundary import run_guarded
+from governance.commands._boundary import end_process, run_guarded
 
 # Every command, in --help's order, with the one-line help its module's HELP
 # says (tests/test_cli.py keeps the two equal).
@@ -93,4 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.run(args)
         return code
 
-    return run_guarded("capsule", run, lambda: as_json[0])
+    code = run_guarded("capsule", run, lambda: as_json[0])
+    if argv is None:
+        end_process()
+    return code

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from governance.commands._args import Parser
-from governance.commands._boundary import run_guarded
+from governance.commands._boundary import end_process, run_guarded
 from governance.core.words import plural
 from governance.output import err, out
 
@@ -49,7 +49,10 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
             )
         return exit_code(report.failures)
 
-    return run_guarded(name, body, lambda: False)
+    code = run_guarded(name, body, lambda: False)
+    if argv is None:
+        end_process()
+    return code
 
 
 def _push_report(repo: Any, remote: str | None) -> Any:
