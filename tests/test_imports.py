@@ -1,5 +1,5 @@
-"""Import discipline: what ``capsule --help``, ``capsule build``, ``verify``
-and each hook import on their success path, listed and checked, so a later
+"""Import discipline: what ``capsule --help``, ``capsule build``, ``verify``,
+``audit`` and each hook import on their success path, listed and checked, so a later
 change cannot silently add tens of milliseconds to every call (issue 13)."""
 
 from __future__ import annotations
@@ -68,7 +68,12 @@ def _run(entry: str, argv: list[str], cwd: Path) -> dict[str, Any]:
 
 def _probe(entry: str, argv: list[str], cwd: Path) -> tuple[int, set[str], set[str]]:
     report = _run(entry, argv, cwd)
-    modules = set(report["modules"])
+    return (report["code"], *_sorted_out(set(report["modules"])))
+
+
+def _sorted_out(modules: set[str]) -> tuple[set[str], set[str]]:
+    """The top-level packages of ``modules`` that are not the standard library's,
+    and the command modules among them."""
     # Interpreter and packaging helpers (site hooks, C-extension runtimes) are not ours to list.
     third_party = {
         name.split(".")[0]
@@ -77,7 +82,7 @@ def _probe(entry: str, argv: list[str], cwd: Path) -> tuple[int, set[str], set[s
         and not name.startswith(("_", "cython_runtime"))
     }
     commands = {name for name in modules if name.startswith("governance.commands.")}
-    return report["code"], third_party, commands
+    return third_party, commands
 
 
 SHARED = {"governance.commands._args", "governance.commands._boundary"}
@@ -124,6 +129,44 @@ def test_verify_imports_no_schema_library(repo: Repo, tmp_path: Path) -> None:
     assert third_party <= GIT_AND_TEXT
     assert not third_party & NEVER
     assert commands == SHARED | {"governance.commands.verify"}
+
+
+# What a successful audit never needs: the wording of a refusal (advice on an
+# over-budget read, overlap warnings, the field-by-field record reader the
+# byte-identical shortcut makes unneeded, did-you-mean's difflib and fractions),
+# markdown-it's logging for files the line scan settles, signatures, and the
+# other commands' packages; with --jobs 1, no second process.
+AUDIT_NEVER = {
+    "governance.core.advice",
+    "governance.core.overlap",
+    "governance.core.reader",
+    "governance.history.signatures",
+    "governance.history.signed_audit",
+    "difflib",
+    "fractions",
+    "decimal",
+    "logging",
+    "tempfile",
+    "subprocess",
+    "multiprocessing",
+    "concurrent.futures",
+}
+AUDIT_PACKAGES = {"governance.core", "governance.history", "governance.commands"}
+
+
+def test_audit_imports_none_of_the_paths_a_clean_audit_never_takes(cli, repo: Repo) -> None:
+    assert cli(["build", "packets/P-1/packet.yml", "--record"], cwd=repo.path).code == 0
+    repo.commit("record P-1")
+    report = _run("capsule", ["audit", "--json", "--jobs", "1"], repo.path)
+    assert report["code"] == 0
+    modules = set(report["modules"])
+    third_party, commands = _sorted_out(modules)
+    assert {"governance", "pygit2", "yaml"} <= third_party <= GIT_AND_TEXT
+    assert not third_party & NEVER
+    assert commands == SHARED | {"governance.commands.audit"}
+    assert not modules & AUDIT_NEVER
+    packages = {name.rsplit(".", 1)[0] for name in modules if name.count(".") == 2}
+    assert {p for p in packages if p.startswith("governance.")} <= AUDIT_PACKAGES
 
 
 @pytest.mark.parametrize("hook", ["packets", "records"])

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from governance.core import budget, canonical
-from governance.core.advice import narrowing
 from governance.core.capsule import (
     PACKET_FILE,
     PACKETS_DIR,
@@ -25,11 +24,13 @@ from governance.core.capsule import (
 from governance.core.excerpt import Excerpt, check_heading_source, decode_source, excerpt_of
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
-from governance.core.overlap import Overlap, overlaps
 from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
 from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target, parse_policy
 from governance.core.snapshot import Snapshot, Source
 from governance.errors import SOURCE_MISSING, CapsuleError, MalformedInput, SourceError, UsageError
+
+if TYPE_CHECKING:
+    from governance.core.overlap import Overlap
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class Built:
     @property
     def warnings(self) -> list[Overlap]:
         """Reads that select the same lines twice; the capsule is built anyway."""
+        from governance.core.overlap import overlaps  # noqa: PLC0415 (a replay never asks)
+
         return overlaps(self.excerpts)
 
     def summary(self) -> dict[str, Any]:
@@ -196,6 +199,8 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
         _build(snapshot, packet_path, failures)
     except CapsuleError as exc:
         failures.add(exc)
+    from governance.core.overlap import overlaps  # noqa: PLC0415 (a replay never asks)
+
     return Checked(failures.errors, failures.first, overlaps(failures.excerpts))
 
 
@@ -286,6 +291,8 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     lower = budget.estimate_tokens(sum(c.n_bytes for c in floor))
 
     def advised(exc: CapsuleError) -> CapsuleError:
+        from governance.core.advice import narrowing  # noqa: PLC0415 (over budget only)
+
         return narrowing(exc, limits, excerpts, snapshot, read_locators=packet.required_reads)
 
     excerpts: list[Excerpt] = []

@@ -4,7 +4,6 @@ them (headings_scan), else from markdown-it-py's token stream."""
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -139,6 +138,9 @@ def _silent(*args: object, **kwargs: object) -> None:
 
 @contextmanager
 def _quiet_rules() -> Iterator[None]:
+    # markdown-it-py imports logging itself; a file the line scan settles needs neither.
+    import logging  # noqa: PLC0415 (defers logging, traceback, string)
+
     quieted = [
         logger
         for logger in map(logging.getLogger, _RULE_LOGGERS)

@@ -11,13 +11,11 @@ headings too: such a selector depends on position, so it never names one.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import cached_property
 
 from governance.core.headings import Heading, Section
@@ -203,6 +201,10 @@ class Tree:
         """Up to ``most`` headings whose slugs are most like ``slug``: difflib's
         ratio, compared exactly as a fraction (no float decides), ties by
         line; a slug under half alike is never offered."""
+        # Only a selector that names no heading asks (the did-you-mean of its error).
+        import difflib  # noqa: PLC0415 (defers difflib, off the build path)
+        from fractions import Fraction  # noqa: PLC0415 (defers fractions, decimal, numbers)
+
         wanted = slug[:_COMPARED]
         matcher = difflib.SequenceMatcher(autojunk=False)
         matcher.set_seq2(wanted)

@@ -41,7 +41,6 @@ from governance.core import canonical
 from governance.core.builder import build_capsule
 from governance.core.capsule import FULL_COMMIT, SCHEMA_V1
 from governance.core.hashing import sha256_hex
-from governance.core.reader import read_parsed
 from governance.core.snapshot import (
     MODE_EXEC,
     MODE_FILE,
@@ -305,6 +304,9 @@ def _judge_blob(
         document = canonical.loads(data, what="capsule")
     except CapsuleError as exc:
         return BlobOutcome(Rule.PRECHECK, exc, sha256=digest)
+    # Only a record that is not its rebuild byte for byte is read field by field.
+    from governance.core.reader import read_parsed  # noqa: PLC0415 (the shortcut decides most)
+
     try:
         capsule = read_parsed(data, document)
     except CapsuleError as exc:

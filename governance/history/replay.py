@@ -12,12 +12,12 @@ import pygit2
 from governance.core import canonical
 from governance.core.builder import build_capsule
 from governance.core.hashing import sha256_hex
-from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot, commit_tree
 from governance.errors import CapsuleError, SourceError
 
 if TYPE_CHECKING:
     from governance.core.cache import BlobCache
+    from governance.core.reader import CapsuleFile
 
 
 @dataclass(frozen=True)
