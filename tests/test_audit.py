@@ -453,6 +453,41 @@ def test_symlinked_record_is_an_error_row(cli, repo: Repo) -> None:
     assert (row["result"], row["code"]) == ("error", "record_not_file")
 
 
+def test_a_record_read_failure_names_the_commit_that_introduced_it(
+    cli, repo: Repo, tmp_path
+) -> None:
+    # Audit reads each record blob by the id, path and mode its walk found:
+    # the messages name that commit as reading it from the commit's tree did.
+    os.makedirs(repo.path / "packets/P-1/capsules")
+    os.symlink("../packet.yml", repo.path / "packets/P-1/capsules/link.json")
+    linked = repo.commit("a link where a record belongs")
+    repo.write("packets/P-2/capsules/x.json", "{}\n")
+    written = repo.commit("a file where a record belongs")
+    _, report = audit(cli, repo)
+    rows = results(report)
+    assert rows["packets/P-1/capsules/link.json"]["message"] == (
+        f"packets/P-1/capsules/link.json is a symbolic link at commit {linked[:12]}, "
+        "not a record file"
+    )
+    repo.git("config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "blobless"
+    git(
+        tmp_path,
+        "clone",
+        "-q",
+        "--filter=blob:none",
+        "--no-checkout",
+        f"file://{repo.path}",
+        str(clone),
+    )
+    _, report = audit(cli, clone)
+    blob = repo.git("rev-parse", f"{written}:packets/P-2/capsules/x.json")
+    assert results(report)["packets/P-2/capsules/x.json"]["message"] == (
+        f"packets/P-2/capsules/x.json: blob {blob[:12]} at commit {written[:12]} is not in "
+        "this repository (a partial clone? clone without --filter)"
+    )
+
+
 def test_no_records_is_success(cli, repo: Repo) -> None:
     code, report = audit(cli, repo)
     assert code == 0

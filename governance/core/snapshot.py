@@ -106,6 +106,34 @@ class Source:
     mode: int
 
 
+def commit_where(commit_id: str) -> str:
+    """How messages name the commit a blob was read at."""
+    return f"at commit {commit_id[:12]}"
+
+
+def object_missing(source: Source, where: str) -> SourceError:
+    """The tree names the blob but the object database does not hold it: a
+    partial (blobless) clone, which pygit2 cannot fill in on demand."""
+    return SourceError(
+        f"{source.path}: blob {source.blob_id[:12]} {where} is not in "
+        "this repository (a partial clone? clone without --filter)",
+        code="object_missing",
+        locator=source.path,
+    )
+
+
+def read_blob(repo: pygit2.Repository, source: Source, where: str) -> bytes:
+    """The blob's bytes, read straight from the object database (no object is
+    made of them, and they are not copied again); ``where`` words a failure."""
+    try:
+        kind, data = repo.odb.read(pygit2.Oid(hex=source.blob_id))
+    except KeyError:
+        raise object_missing(source, where) from None
+    if kind != pygit2.enums.ObjectType.BLOB:
+        raise pygit2.GitError(f"{source.path}: object {source.blob_id[:12]} {where} is not a blob")
+    return bytes(data)
+
+
 @dataclass
 class Snapshot:
     """A tree to read from. ``workdir`` set means: every source read must equal
@@ -131,7 +159,7 @@ class Snapshot:
 
     @property
     def where(self) -> str:
-        return self.label if self.label is not None else f"at commit {self.commit_id[:12]}"
+        return self.label if self.label is not None else commit_where(self.commit_id)
 
     @classmethod
     def at(
@@ -234,15 +262,7 @@ class Snapshot:
     def blob_bytes(self, source: Source) -> bytes:
         """The blob's bytes, read straight from the object database (no
         object is made of them, and they are not copied again)."""
-        try:
-            kind, data = self.repo.odb.read(pygit2.Oid(hex=source.blob_id))
-        except KeyError:
-            raise self._object_missing(source) from None
-        if kind != pygit2.enums.ObjectType.BLOB:
-            raise pygit2.GitError(
-                f"{source.path}: object {source.blob_id[:12]} {self.where} is not a blob"
-            )
-        return bytes(data)
+        return read_blob(self.repo, source, self.where)
 
     def _index_entry(self, path: str) -> tuple[str, int] | None:
         if self._index is None:
@@ -252,14 +272,7 @@ class Snapshot:
         return self._index.get(path)
 
     def _object_missing(self, source: Source) -> SourceError:
-        # The tree names the blob but the object database does not hold it: a
-        # partial (blobless) clone, which pygit2 cannot fill in on demand.
-        return SourceError(
-            f"{source.path}: blob {source.blob_id[:12]} {self.where} is not in "
-            "this repository (a partial clone? clone without --filter)",
-            code="object_missing",
-            locator=source.path,
-        )
+        return object_missing(source, self.where)
 
     def check_worktree(self, source: Source, *, locator: str | None = None) -> None:
         """Fail closed when the index or the working tree differs from the blob."""

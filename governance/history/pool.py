@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pygit2
 
 from governance.core.cache import BlobCache
-from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot, Source
-from governance.history.record_rules import BlobOutcome, judge_blob, read_record
+from governance.core.snapshot import MODE_EXEC, MODE_FILE, Source, commit_where
+from governance.history.record_rules import BlobOutcome, judge_blob, read_record_blob
 from governance.history.walk import Version, limit_git_memory
 
 
@@ -63,11 +63,10 @@ class Replayer:
 
     def replay(self, item: Item) -> BlobOutcome:
         def read() -> bytes:
-            # The blob as found in the tree of the first commit that introduced it.
-            commit = self.repo[item.introduced[0]]
-            assert isinstance(commit, pygit2.Commit)
-            snapshot = Snapshot(repo=self.repo, tree=commit.tree, commit_id=str(commit.id))
-            return read_record(snapshot, Source(item.path, item.blob_id, item.mode))
+            # The blob as found in the tree of the first commit that introduced
+            # it: the walk gave its id, path and mode there.
+            source = Source(item.path, item.blob_id, item.mode)
+            return read_record_blob(self.repo, source, commit_where(item.introduced[0]))
 
         return judge_blob(self.repo, read, cache=self.cache)
 

@@ -49,6 +49,8 @@ from governance.core.snapshot import (
     Snapshot,
     Source,
     commit_tree,
+    object_missing,
+    read_blob,
 )
 from governance.errors import (
     EXIT_DRIFT,
@@ -144,15 +146,25 @@ def read_record(snapshot: Snapshot, source: Source) -> bytes:
     """The record blob's bytes: its size comes from the object header first, so a
     huge blob is never inflated; a blob the object database lacks (a blobless
     partial clone) is ``object_missing``, as for any source."""
+    return read_record_blob(snapshot.repo, source, snapshot.where)
+
+
+def read_record_blob(repo: pygit2.Repository, source: Source, where: str) -> bytes:
+    """``read_record`` of a record blob found in a tree ``where`` names (audit
+    knows each blob's id, path and mode from its walk): no commit is looked
+    up and no snapshot made to read it."""
     if source.mode not in (MODE_FILE, MODE_EXEC):
         what = {MODE_LINK: "is a symbolic link", MODE_GITLINK: "is a submodule"}.get(
             source.mode, "is not a regular file"
         )
-        raise _not_a_file(source.path, f"{what} {snapshot.where}")
-    size = snapshot.size(source)
+        raise _not_a_file(source.path, f"{what} {where}")
+    try:
+        _, size = repo.odb.read_header(pygit2.Oid(hex=source.blob_id))
+    except KeyError:
+        raise object_missing(source, where) from None
     if size > MAX_RECORD_BYTES:
         raise _too_large(size)
-    return snapshot.blob_bytes(source)
+    return read_blob(repo, source, where)
 
 
 def read_record_file(path: str) -> bytes:
