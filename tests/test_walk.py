@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from governance.history.globs import PathGlobs
 from governance.history.ranges import parse_range
-from governance.history.walk import Version, _Walk, find_records
+from governance.history.walk import GIT_CACHE_BYTES, Version, _Walk, find_records, limit_git_memory
 
 PACKETS = ("P-1", "P-2", "Q")
 NAMES = ("000000000001.json", "a.json", "b.json", "notes.md")
@@ -182,5 +182,17 @@ def test_the_step_memo_holds_no_long_names(tmp_path: Path) -> None:
     inside = globs.step(globs.start, "packets")
     for index in range(50):
         name = f"{index}-" + "n" * 60_000
-        assert walk._step(inside, name) == globs.step(inside, name)
-    assert sum(len(name) for _, name in walk._steps) < 50 * 256
+        assert walk._move(inside, name.encode()).after == globs.step(inside, name)
+    assert sum(len(name) for _, name in walk._moves) < 50 * 256
+
+
+def test_libgit2_s_cache_stays_within_its_bound_over_a_walk(tmp_path: Path) -> None:
+    # The cache spares second reads, but what a walk through all of history
+    # passes must not stay in it: libgit2 evicts once its bound is reached.
+    limit_git_memory()
+    current, bound = pygit2.settings.cached_memory
+    assert bound == GIT_CACHE_BYTES
+    repo = _history(tmp_path / "repo.git", seed=7, steps=120)
+    find_records(repo, parse_range(repo, None), PathGlobs(["**/*.json"]))
+    current, bound = pygit2.settings.cached_memory
+    assert 0 < current <= bound == GIT_CACHE_BYTES

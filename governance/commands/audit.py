@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     from governance.history.audit import audit  # noqa: PLC0415 (defers pygit2, PyYAML, json)
     from governance.history.walk import limit_git_memory  # noqa: PLC0415 (defers pygit2)
 
-    # Before the repository is opened: libgit2's cache stays off for its objects.
+    # Before the repository is opened: libgit2's cache and pack windows are bounded.
     limit_git_memory()
     repo = open_repository()
     if args.require_signatures:

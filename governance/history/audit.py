@@ -239,8 +239,8 @@ def audit(
     blobs are judged. Raises ``invalid_revision``, ``invalid_range``,
     ``invalid_glob`` (exit 2) and ``object_missing`` when history cannot be walked.
 
-    It turns libgit2's object cache off for this process (``limit_git_memory``),
-    for memory flat in the length of history.
+    It bounds libgit2's object cache and pack windows for this process
+    (``limit_git_memory``), for memory flat in the length of history.
     """
     limit_git_memory()
     globs = PathGlobs(list(paths))

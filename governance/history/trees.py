@@ -22,7 +22,7 @@ import pygit2
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK, MODE_TREE
 
 # name -> the whole entry (mode, name and raw id), in the tree's own order:
-# two entries are equal when mode and id are, and the dict is built in C.
+# two entries are equal when mode and id are.
 Entries = dict[bytes, bytes]
 
 # Enough for the folders of a few hundred commits around the one being walked;
@@ -34,7 +34,15 @@ MAX_ENTRIES = 1 << 17
 MAX_BYTES = 32 << 20
 
 _TYPE = 0o170000
-_WHOLE = operator.itemgetter(1)
+_WHOLE = operator.itemgetter(0)
+# The modes git writes, as they are spelled in a tree object.
+_WRITTEN = {
+    b"100644": MODE_FILE,
+    b"100755": MODE_EXEC,
+    b"40000": MODE_TREE,
+    b"120000": MODE_LINK,
+    b"160000": MODE_GITLINK,
+}
 
 
 def normalised_mode(raw: int) -> int:
@@ -51,9 +59,16 @@ def normalised_mode(raw: int) -> int:
     return MODE_FILE
 
 
+def entry_mode(entry: bytes) -> int:
+    """The reported mode of one whole entry."""
+    spelled = entry[: entry.index(b" ")]
+    mode = _WRITTEN.get(spelled)
+    return mode if mode is not None else normalised_mode(int(spelled, 8))
+
+
 def mode_and_id(entry: bytes, id_size: int) -> tuple[int, bytes]:
     """The reported mode and the raw id of one whole entry."""
-    return normalised_mode(int(entry[: entry.index(b" ")], 8)), entry[-id_size:]
+    return entry_mode(entry), entry[-id_size:]
 
 
 class Trees:
@@ -73,13 +88,10 @@ class Trees:
         self._held = 0
         self._bytes = 0
         self._memo: OrderedDict[bytes, Entries] = OrderedDict()
-        # (name, whole entry) for each entry: the name is read ahead. As
-        # libgit2 reads them: a mode of at most 16 bits, zeros before it or
-        # not, and a name of 1 to 65,535 bytes.
+        # (whole entry, name) for each entry. As libgit2 reads them: a mode of
+        # at most 16 bits, zeros before it or not, and a name of 1 to 65,535 bytes.
         mode, name = rb"0*(?:1[0-7]{5}|[0-7]{1,5})", rb"[^\x00]{1,65535}"
-        self._entry = re.compile(
-            rb"(?=%s (%s)\x00)(%s %s\x00.{%d})" % (mode, name, mode, name, id_size), re.DOTALL
-        )
+        self._entry = re.compile(rb"(%s (%s)\x00.{%d})" % (mode, name, id_size), re.DOTALL)
 
     def entries(self, tree_id: bytes) -> Entries:
         found = self._memo.get(tree_id)
@@ -95,7 +107,7 @@ class Trees:
         # gap would be bytes that are no entry.
         if sum(map(len, map(_WHOLE, listed))) != len(data):
             raise pygit2.GitError(f"tree {oid} is not well formed")
-        found = dict(listed)
+        found = {name: whole for whole, name in listed}
         if len(found) != len(listed):
             raise pygit2.GitError(f"tree {oid} names an entry twice")
         self._memo[tree_id] = found

@@ -12,8 +12,9 @@ filters, no hooks.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pygit2
 
@@ -21,20 +22,26 @@ from governance.core.snapshot import MODE_TREE
 from governance.errors import OBJECT_MISSING, SourceError
 from governance.history.globs import PathGlobs, State
 from governance.history.ranges import Range
-from governance.history.trees import Trees, mode_and_id
+from governance.history.trees import Trees, entry_mode, mode_and_id
+
+# libgit2's cache of commits and trees (each at most 4 KiB; blobs are never
+# kept), for the whole process.
+GIT_CACHE_BYTES = 16 << 20
 
 
 def limit_git_memory() -> None:
     """Keep libgit2's process-wide memory flat over a walk through all of history.
 
-    Its cache of parsed objects keeps every commit and tree a walk parses (up to
-    256 MiB by default), and it maps pack files in windows of up to 1 GiB that
-    stay mapped: both grow with the length of history. An audit never comes back
-    to an old commit, and what a replay reads is cached by blob id in our own
-    bounded cache, so the object cache is turned off and pack windows are small
-    and few (the least recently used are unmapped).
+    Its cache of objects keeps every commit and tree read (up to 256 MiB by
+    default), and it maps pack files in windows of up to 1 GiB that stay
+    mapped: both would grow with the length of history. The cache is kept, as
+    it spares the second read of each commit the walk yields and of the trees a
+    replay reads at a commit just walked, but bounded (``GIT_CACHE_BYTES``;
+    libgit2 evicts entries once it is full); pack windows are small and few (the
+    least recently used are unmapped).
     """
-    pygit2.settings.enable_caching(False)
+    pygit2.settings.enable_caching(True)
+    pygit2.settings.cache_max_size(GIT_CACHE_BYTES)
     pygit2.settings.mwindow_size = 1 << 20
     pygit2.settings.mwindow_mapped_limit = 8 << 20
 
@@ -47,6 +54,17 @@ class Version:
     blob_id: str
     mode: int
     introduced: str
+
+
+class _Move(NamedTuple):
+    """Entering a named entry in a glob state: the state after it, the name
+    as text, and whether a folder there may hold matches below it, or a file
+    there matches."""
+
+    after: State
+    name: str
+    descends: bool
+    matches: bool
 
 
 @dataclass
@@ -73,7 +91,7 @@ class _Walk:
         self.trees = Trees(repo, id_size)
         self._commit_trees: OrderedDict[bytes, bytes] = OrderedDict()
         self._literal_names: dict[State, list[bytes] | None] = {}
-        self._steps: dict[tuple[State, str], State] = {}
+        self._moves: dict[tuple[State, bytes], _Move] = {}
 
     def _literals(self, state: State) -> list[bytes] | None:
         # The same few states come back at every commit.
@@ -86,14 +104,22 @@ class _Walk:
             )
         return self._literal_names[state]
 
-    def _step(self, state: State, name: str) -> State:
+    def _move(self, state: State, name: bytes) -> _Move:
+        """Where entering an entry called ``name`` in ``state`` leads."""
         key = (state, name)
-        after = self._steps.get(key)
-        if after is None:
-            after = self.globs.step(state, name)
-            if len(self._steps) < self.MAX_STEPS and len(name) <= self.MAX_STEP_NAME:
-                self._steps[key] = after
-        return after
+        move = self._moves.get(key)
+        if move is None:
+            text = name.decode("utf-8", "surrogateescape")
+            after = self.globs.step(state, text)
+            move = _Move(
+                after,
+                text,
+                bool(after) and self.globs.descends(after),
+                bool(after) and self.globs.matches(after),
+            )
+            if len(self._moves) < self.MAX_STEPS and len(name) <= self.MAX_STEP_NAME:
+                self._moves[key] = move
+        return move
 
     def saw(self, commit: pygit2.Commit) -> None:
         self._commit_trees[commit.id.raw] = commit.tree_id.raw
@@ -113,14 +139,21 @@ class _Walk:
         return trees
 
     def new_matches(
-        self, tree: bytes, parents: Sequence[bytes | None], state: State, prefix: str
-    ) -> Iterator[tuple[str, int, bytes]]:
-        """(path, mode, raw id) of each matching entry below ``tree`` that no
-        parent has at the same path with the same id (so it is new here)."""
-        globs, trees = self.globs, self.trees
+        self,
+        tree: bytes,
+        parents: Sequence[bytes | None],
+        state: State,
+        prefix: str,
+        found: list[tuple[str, int, bytes]],
+    ) -> None:
+        """Add to ``found`` (path, mode, raw id) of each matching entry below
+        ``tree`` that no parent has at the same path with the same id (so it
+        is new here), in the tree's order."""
+        trees = self.trees
         entries = trees.entries(tree)
         olds = [trees.entries(parent) for parent in parents if parent is not None]
         wanted = self._literals(state)
+        candidates: Iterable[tuple[bytes, bytes]]
         if wanted is not None:
             # Only literal names can match here: look them up, never walk the folder.
             candidates = [(name, entries[name]) for name in wanted if name in entries]
@@ -133,27 +166,26 @@ class _Walk:
             if len(differ) > 1:
                 candidates = [item for item in entries.items() if item in differ]
             else:
-                candidates = list(differ)
+                candidates = differ
         else:
-            candidates = list(entries.items())
+            candidates = entries.items()
         size = trees.id_size
         for name, entry in candidates:
-            mode, oid = mode_and_id(entry, size)
+            oid = entry[-size:]
             # Same id as in a parent (whatever the mode): nothing below it is new.
             # Checked before the glob, which is the dearer test.
             if any(old.get(name, b"")[-size:] == oid for old in olds):
                 continue
-            text = name.decode("utf-8", "surrogateescape")
-            after = self._step(state, text)
-            if not after:
+            move = self._move(state, name)
+            if not (move.descends or move.matches):
                 continue
-            path = f"{prefix}{text}"
+            mode = entry_mode(entry)
             if mode == MODE_TREE:
-                if globs.descends(after):
+                if move.descends:
                     below = [self._subtree(old.get(name)) for old in olds]
-                    yield from self.new_matches(oid, below, after, f"{path}/")
-            elif globs.matches(after):
-                yield path, mode, oid
+                    self.new_matches(oid, below, move.after, f"{prefix}{move.name}/", found)
+            elif move.matches:
+                found.append((f"{prefix}{move.name}", mode, oid))
 
     def _subtree(self, entry: bytes | None) -> bytes | None:
         if entry is None:
@@ -223,7 +255,8 @@ def find_records(repo: pygit2.Repository, where: Range, globs: PathGlobs) -> Fou
             walk.saw(commit)
             if tree in parents:
                 continue
-            matches = list(walk.new_matches(tree, parents, globs.start, ""))
+            matches: list[tuple[str, int, bytes]] = []
+            walk.new_matches(tree, parents, globs.start, "", matches)
         except pygit2.GitError as exc:
             raise _walk_failed(repo, commit, exc) from None
         for path, mode, oid in matches:
