@@ -1,5 +1,6 @@
-"""check_path remembers the paths it found safe: the same verdict and wording
-every time, whatever was checked before, within a bounded memo."""
+"""check_path remembers the paths it found safe, and parse_locator the
+locators it parsed: the same verdict and wording every time, whatever was
+checked before, within bounded memos."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from governance.core import locator
-from governance.core.locator import check_path
+from governance.core.locator import Selector, check_path, parse_locator
 from governance.errors import SourceError
 
 _PARTS = st.sampled_from(
@@ -69,3 +70,43 @@ def test_the_memo_is_bounded_in_count_and_in_path_length() -> None:
     long = "d/" * locator._SAFE_LONGEST + "x.md"
     assert check_path(long) == long
     assert long not in locator._SAFE
+
+
+_LOCATORS = st.tuples(_PATHS, st.sampled_from(["", "#", "#a", "#a/b", "#/b", "#a/", "#a//b"])).map(
+    "".join
+)
+
+
+def _parsed(text: str) -> Selector | str:
+    try:
+        return parse_locator(text)
+    except SourceError as exc:
+        return f"refused: {exc.code}: {exc.message} ({exc.details})"
+
+
+@given(_LOCATORS, st.booleans())
+def test_a_second_parse_gives_what_the_first_gave(text: str, forget: bool) -> None:
+    first = _parsed(text)
+    if forget:
+        locator._PARSED.clear()
+        locator._SAFE.clear()
+    assert _parsed(text) == first
+    if isinstance(first, Selector):
+        assert first.locator == text
+        assert first.path == text.partition("#")[0]
+
+
+def test_a_string_posing_as_a_parsed_locator_is_parsed_itself() -> None:
+    parse_locator("docs/notes.md")
+    with pytest.raises(SourceError) as info:
+        parse_locator(_PosingAs("../escape.md"))
+    assert info.value.code == "unsafe_path"
+
+
+def test_the_parsed_memo_is_bounded_in_count_and_in_length() -> None:
+    for n in range(locator._SAFE_MAX + 50):
+        parse_locator(f"docs/{n}.md#s")
+    assert len(locator._PARSED) <= locator._SAFE_MAX
+    long = "d/" * locator._SAFE_LONGEST + "x.md#s"
+    assert parse_locator(long).slug == "s"
+    assert long not in locator._PARSED

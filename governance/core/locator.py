@@ -71,7 +71,25 @@ def check_path(path: str, *, locator: str | None = None) -> str:
     return path
 
 
+# Locators already parsed, to their (immutable) selectors, bounded as _SAFE
+# is: a build parses each of its reads' locators again to rebuild.
+_PARSED: dict[str, Selector] = {}
+
+
 def parse_locator(locator: str) -> Selector:
+    if type(locator) is str:
+        known = _PARSED.get(locator)
+        if known is not None:
+            return known
+    selector = _parse_locator(locator)
+    if type(locator) is str and len(locator) <= _SAFE_LONGEST:
+        if len(_PARSED) >= _SAFE_MAX:
+            _PARSED.clear()
+        _PARSED[locator] = selector
+    return selector
+
+
+def _parse_locator(locator: str) -> Selector:
     path, hash_, fragment = locator.partition("#")
     if hash_ and not fragment:
         raise SourceError(
