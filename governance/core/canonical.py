@@ -4,11 +4,17 @@ UTF-8, keys sorted by code point, no insignificant whitespace, no floats,
 non-ASCII kept as UTF-8, exactly one trailing LF. ``loads`` is strict in the
 same spirit: duplicate keys, floats and NaN are refused rather than silently
 normalised, so a file that re-canonicalises to itself really is canonical.
+
+A part that repeats across documents can be serialised once: ``fragment``
+checks and encodes it, and ``dumps`` writes a document holding fragments by
+joining their bytes in the order the encoder itself would write them, so the
+bytes are those of the same document holding the plain values.
 """
 
 from __future__ import annotations
 
 import json
+from itertools import repeat
 from typing import Any
 
 from governance.errors import MalformedInput
@@ -33,33 +39,128 @@ def _where_float(value: Any, where: str = "$") -> str | None:
     return None
 
 
-def _reject_floats(value: Any) -> None:
-    # One iterative pass with no path bookkeeping (a capsule has thousands of
-    # values and is dumped three times a build); the path is found only to
-    # word a refusal.
+# The one setting of the serialiser: plain values and fragments alike are
+# written by this encoder (what ``json.dumps`` with these arguments builds).
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+# Only ``fragment`` holds this, so no other code can make a Fragment by mistake.
+_MINT = object()
+
+
+class Fragment:
+    """A JSON value already written by this module (``fragment``): its canonical
+    bytes, without the final LF. A document may hold fragments wherever it holds
+    values; ``dumps`` writes their bytes where the value's would be, so a part
+    that repeats across documents (an excerpt, a whole file) is checked and
+    encoded once."""
+
+    __slots__ = ("data",)
+    data: bytes
+
+    def __init__(self, data: bytes, mint: object) -> None:
+        if mint is not _MINT:
+            raise TypeError("a Fragment is made by canonical.fragment alone")
+        object.__setattr__(self, "data", data)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a Fragment cannot be changed")
+
+    def __repr__(self) -> str:
+        return f"Fragment({self.data!r})"
+
+
+def _check(value: Any) -> bool:
+    """Refuse a float or a key that is no string anywhere in ``value``; True when
+    ``value`` holds a Fragment. One iterative pass with no path bookkeeping (a
+    capsule has thousands of values and is dumped three times a build); the
+    path is found only to word a refusal. A fragment was checked when made."""
     stack = [value]
+    composed = False
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind is str or kind is int:
             continue
-        if isinstance(item, float):
+        if kind is Fragment:
+            composed = True
+        elif isinstance(item, float):
             break
-        if isinstance(item, dict):
-            if not all(isinstance(key, str) for key in item):
+        elif isinstance(item, dict):
+            if not all(map(isinstance, item, repeat(str))):
                 break
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
     else:
-        return
+        return composed
     raise ValueError(_where_float(value) or "floats are not allowed in canonical JSON")
 
 
+# The encoder's bytes of each key of a composed object (a capsule's few keys,
+# again and again), with its ":"; cleared when full, so any keys stay bounded.
+_KEYS: dict[str, bytes] = {}
+_MAX_KEYS = 1024
+
+
+def _write(value: Any, out: list[bytes]) -> None:
+    # ``value`` passed ``_check`` and holds a fragment: write its containers as
+    # the encoder would (items in sorted key order, no whitespace) down to the
+    # fragments, every other value and every key with the encoder itself.
+    if isinstance(value, dict):
+        out.append(b"{")
+        for key, item in sorted(value.items()):
+            written = _KEYS.get(key)
+            if written is None:
+                if len(_KEYS) >= _MAX_KEYS:
+                    _KEYS.clear()
+                written = _KEYS[key] = _ENCODE(key).encode("utf-8") + b":"
+            out.append(written)
+            _write_item(item, out)
+            out.append(b",")
+        if value:
+            out[-1] = b"}"
+        else:
+            out.append(b"}")
+    else:
+        out.append(b"[")
+        for item in value:
+            _write_item(item, out)
+            out.append(b",")
+        if value:
+            out[-1] = b"]"
+        else:
+            out.append(b"]")
+
+
+def _write_item(item: Any, out: list[bytes]) -> None:
+    kind = type(item)
+    if kind is Fragment:
+        out.append(item.data)
+    elif kind is not str and isinstance(item, dict | list | tuple) and _check(item):
+        _write(item, out)
+    else:
+        out.append(_ENCODE(item).encode("utf-8"))
+
+
+def _serialise(value: Any, end: bytes) -> bytes:
+    if not _check(value):
+        return _ENCODE(value).encode("utf-8") + end
+    if type(value) is Fragment:
+        return value.data + end
+    out: list[bytes] = []
+    _write(value, out)
+    out.append(end)
+    return b"".join(out)
+
+
 def dumps(value: Any) -> bytes:
-    _reject_floats(value)
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8") + b"\n"
+    """The canonical bytes of ``value``, which may hold fragments."""
+    return _serialise(value, b"\n")
+
+
+def fragment(value: Any) -> Fragment:
+    """``value`` checked and serialised once, to be placed in documents that
+    ``dumps`` writes: the bytes are exactly those ``value`` has there."""
+    return Fragment(_serialise(value, b""), _MINT)
 
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
