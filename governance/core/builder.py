@@ -135,6 +135,20 @@ def _naming(path: str) -> Iterator[None]:
         raise
 
 
+def _policy_json(policy_file: WholeFile, policy: Policy) -> dict[str, Any]:
+    return {
+        "path": POLICY_PATH,
+        "blob": policy_file.source.blob_id,
+        "sha256": sha256_hex(policy_file.data),
+        **policy.values(),
+    }
+
+
+def _parsed_policy(policy_file: WholeFile) -> tuple[Policy, canonical.Fragment]:
+    policy = parse_policy(policy_file.text, path=POLICY_PATH)
+    return policy, canonical.fragment(_policy_json(policy_file, policy))
+
+
 def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     def size(part: Any) -> int:
         return len(canonical.dumps(part)) - 1
@@ -220,16 +234,21 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         max_bytes=MAX_POLICY_BYTES,
     )
     with _naming(POLICY_PATH):
-        policy = snapshot.memo(
-            "policy", policy_file.source, lambda: parse_policy(policy_file.text, path=POLICY_PATH)
+        # The policy parsed, and its part of the capsule serialised, once a blob.
+        policy, policy_fragment = snapshot.memo(
+            "policy", policy_file.source, lambda: _parsed_policy(policy_file)
         )
     packet_file = _read_whole(snapshot, packet_path, policy=policy)
     with _naming(packet_path):
         # The packet's id must match its folder: the parse depends on the path too.
-        packet = snapshot.memo(
+        packet, packet_fragment = snapshot.memo(
             f"packet:{packet_path}",
             packet_file.source,
-            lambda: parse_packet(packet_file.text, path=packet_path),
+            lambda: (
+                parse_packet(packet_file.text, path=packet_path),
+                canonical.fragment(packet_file.to_json()),
+            ),
+            weight=lambda _: 256 + 2 * len(packet_file.data),
         )
         if packet.target_tokens is not None:
             check_packet_target(policy, packet.target_tokens, path=packet_path)
@@ -339,12 +358,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         "packet": packet_file.to_json(),
         "context": context_file.to_json(),
         "reads": [excerpt.to_json() for excerpt in excerpts],
-        "policy": {
-            "path": POLICY_PATH,
-            "blob": policy_file.source.blob_id,
-            "sha256": sha256_hex(policy_file.data),
-            **policy.values(),
-        },
+        "policy": _policy_json(policy_file, policy),
         "budget": {
             "target_tokens": limits.target_tokens,
             "target_source": limits.target_source,
@@ -355,7 +369,24 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
             "estimated_tokens": 0,
         },
     }
-    data = budget.fixpoint(document, canonical.dumps)
+    # Serialised as the same document with each part that is a function of
+    # blobs alone as its canonical fragment, made once while the blob stays
+    # cached (a replay rebuilds mostly the parts of earlier builds). The budget
+    # object is shared: the fixpoint fills the numbers of both.
+    context_fragment = snapshot.memo(
+        f"json:{packet.context_path}",
+        context_file.source,
+        lambda: canonical.fragment(document["context"]),
+        weight=lambda found: len(found.data),
+    )
+    composed = {
+        **document,
+        "packet": packet_fragment,
+        "context": context_fragment,
+        "reads": [excerpt.fragment for excerpt in excerpts],
+        "policy": policy_fragment,
+    }
+    data = budget.fixpoint(composed, canonical.dumps)
     tokens = budget.estimate_tokens(len(data))
     if not limits.fits(tokens):
         try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
+from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.headings import line_count, parse_headings, split_lines
 from governance.core.tree import Tree
@@ -52,6 +54,12 @@ class Excerpt:
             "selected_sha256": self.selected_sha256,
             "text": self.text,
         }
+
+    @cached_property
+    def fragment(self) -> canonical.Fragment:
+        """``to_json`` serialised, once per excerpt (``excerpt_of`` caches
+        excerpts per blob and locator, and this with them)."""
+        return canonical.fragment(self.to_json())
 
 
 def decode_source(data: bytes, *, locator: str) -> str:
@@ -147,7 +155,8 @@ def excerpt_of(snapshot: Snapshot, selector: Selector, source: Source) -> Excerp
         f"excerpt:{selector.locator}",
         source,
         compute,
-        weight=lambda excerpt: 256 + 2 * len(excerpt.text),
+        # The text, and its JSON in the excerpt's fragment once serialised.
+        weight=lambda excerpt: 256 + 3 * len(excerpt.text),
     )
 
 
