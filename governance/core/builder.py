@@ -7,9 +7,10 @@ build (``build_capsule``) or every failure is collected (``check_report``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from governance.core import budget, canonical
@@ -51,11 +52,18 @@ class WholeFile:
 @dataclass(frozen=True)
 class Built:
     data: bytes
-    document: dict[str, Any]
     packet: Packet
     policy: Policy
     limits: budget.Limits
     excerpts: tuple[Excerpt, ...]
+    # Makes the plain document the bytes serialise, when first asked for: a
+    # replay that rebuilds its record's bytes never asks.
+    assemble: Callable[[], dict[str, Any]] = field(repr=False, compare=False)
+
+    @cached_property
+    def document(self) -> dict[str, Any]:
+        """The capsule as JSON values: what ``data`` is the canonical bytes of."""
+        return self.assemble()
 
     @property
     def estimated_tokens(self) -> int:
@@ -349,56 +357,66 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         return None
     assert context_file is not None
 
-    document: dict[str, Any] = {
+    context = context_file
+    reads = tuple(excerpts)
+    head = {
         "schema": SCHEMA_V1,
         "commit": snapshot.commit_id,
         "id": packet.id,
         "question": packet.question if packet.question is not None else DEFAULT_QUESTION,
         "trust": TRUST_V1,
-        "packet": packet_file.to_json(),
-        "context": context_file.to_json(),
-        "reads": [excerpt.to_json() for excerpt in excerpts],
-        "policy": _policy_json(policy_file, policy),
-        "budget": {
-            "target_tokens": limits.target_tokens,
-            "target_source": limits.target_source,
-            "hard_limit_tokens": limits.hard_limit_tokens,
-            "reserve_tokens": limits.reserve_tokens,
-            "estimator": policy.estimator,
-            "bytes": 0,
-            "estimated_tokens": 0,
-        },
     }
-    # Serialised as the same document with each part that is a function of
+    numbers = {
+        "target_tokens": limits.target_tokens,
+        "target_source": limits.target_source,
+        "hard_limit_tokens": limits.hard_limit_tokens,
+        "reserve_tokens": limits.reserve_tokens,
+        "estimator": policy.estimator,
+        "bytes": 0,
+        "estimated_tokens": 0,
+    }
+
+    def document() -> dict[str, Any]:
+        return {
+            **head,
+            "packet": packet_file.to_json(),
+            "context": context.to_json(),
+            "reads": [excerpt.to_json() for excerpt in reads],
+            "policy": _policy_json(policy_file, policy),
+            # The one budget object: the fixpoint fills its numbers.
+            "budget": numbers,
+        }
+
+    # Serialised from the same document with each part that is a function of
     # blobs alone as its canonical fragment, made once while the blob stays
-    # cached (a replay rebuilds mostly the parts of earlier builds). The budget
-    # object is shared: the fixpoint fills the numbers of both.
+    # cached (a replay rebuilds mostly the parts of earlier builds).
     context_fragment = snapshot.memo(
         f"json:{packet.context_path}",
-        context_file.source,
-        lambda: canonical.fragment(document["context"]),
+        context.source,
+        lambda: canonical.fragment(context.to_json()),
         weight=lambda found: len(found.data),
     )
     composed = {
-        **document,
+        **head,
         "packet": packet_fragment,
         "context": context_fragment,
-        "reads": [excerpt.fragment for excerpt in excerpts],
+        "reads": [excerpt.fragment for excerpt in reads],
         "policy": policy_fragment,
+        "budget": numbers,
     }
     data = budget.fixpoint(composed, canonical.dumps)
     tokens = budget.estimate_tokens(len(data))
     if not limits.fits(tokens):
         try:
-            budget.check(limits, tokens, _costs(document, len(data)))
+            budget.check(limits, tokens, _costs(document(), len(data)))
         except CapsuleError as exc:
             failures.add(advised(exc), last)
             return None
     return Built(
         data=data,
-        document=document,
         packet=packet,
         policy=policy,
         limits=limits,
-        excerpts=tuple(excerpts),
+        excerpts=reads,
+        assemble=document,
     )
