@@ -47,7 +47,8 @@ def _history(path: Path, seed: int, steps: int) -> pygit2.Repository:
         if action < 0.25 and len(tips) > 1:
             other = rng.choice([b for b in sorted(tips) if b != branch])
             merged = {**states[other], **files}
-            if rng.random() < 0.5:
+            # (Deletions may have emptied both sides: nothing to drop then.)
+            if merged and rng.random() < 0.5:
                 merged.pop(rng.choice(sorted(merged)), None)
             parents = [tips[branch], tips[other]]
             tips[branch] = repo.create_commit(None, who, who, "merge", _tree(repo, merged), parents)
