@@ -175,6 +175,23 @@ class Snapshot:
         """Resolve ``path`` to a regular tracked blob, or fail closed."""
         shown = locator if locator is not None else path
         check_path(path, locator=shown)
+        try:
+            # libgit2 walks the folders itself, and finds nothing where one on
+            # the way is not a tree (a link, a submodule, a file): the walk by
+            # folder below then says which. Interned: pygit2 (1.21) keeps a
+            # reference to every key it is given.
+            entry = self.tree[sys.intern(path)]
+        except (KeyError, pygit2.GitError):
+            pass
+        else:
+            mode = entry.filemode
+            if mode in (MODE_FILE, MODE_EXEC):
+                return Source(path=path, blob_id=str(entry.id), mode=mode)
+        return self._source_by_folder(path, shown)
+
+    def _source_by_folder(self, path: str, shown: str) -> Source:
+        """``source``, one folder at a time: the same answer, and where it is
+        not a regular file, which entry on the way makes it fail."""
         parts = path.split("/")
         # The deepest folder already walked: a folder's tree object is parsed once
         # per snapshot, not once per source under it (packets/ of a thousand
