@@ -32,8 +32,10 @@ cat-file --batch`` reading every distinct blob the audit reads: each record,
 and the packet, context, policy and source blobs it names. Nothing is
 asserted about time: this script only prints. At the smallest size it also
 times each stage in process (the walk, the replays, judging the rows), splits
-a replay's time under the profiler (rebuild, headings, YAML, canonical JSON)
-and sets the walk against ``git log --raw -- packets``. ``--smoke`` is the smallest
+a replay's time under the profiler (rebuild, headings, YAML, canonical JSON),
+splits what is left of the process (the interpreter's start, the imports, the
+teardown from main's return to exit) and sets the walk against ``git log
+--raw -- packets``. ``--smoke`` is the smallest
 setting (10 records, a history of 20 commits, one run each) for a quick check
 that the script still works.
 """
@@ -346,6 +348,64 @@ def stage_costs(path: Path) -> dict[str, float]:
     return costs
 
 
+# `capsule audit --json --jobs 1` as the console script runs it, which, once
+# main has returned, writes the time to the pipe it is given: from then to its
+# exit is the interpreter's teardown (CLOCK_MONOTONIC is one clock for every
+# process of the machine).
+TEARDOWN_PROBE = """
+import os, sys, time
+from governance.cli import main
+sys.argv[1:] = ["audit", "--json", "--jobs", "1"]
+code = main()
+os.write(int(os.environ["BENCH_TEARDOWN_FD"]), repr(time.monotonic()).encode())
+sys.exit(code)
+"""
+# What an audit process imports before its walk (the rest, pygit2 and PyYAML
+# among them, comes with these).
+AUDIT_IMPORTS = "import governance.cli, governance.commands.audit, governance.history.audit"
+
+
+def teardown(path: Path) -> float:
+    """Seconds from a one-job audit's return from main to its exit."""
+    read, write = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", TEARDOWN_PROBE],
+            cwd=path,
+            env={**clean_env(), "BENCH_TEARDOWN_FD": str(write)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(write,),
+        )
+        os.close(write)
+        write = -1
+        proc.wait()
+        ended = time.monotonic()
+        returned = float(os.read(read, 64) or "nan")
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+    return ended - returned
+
+
+def process_costs(path: Path, runs: int) -> dict[str, float]:
+    """Medians of interleaved rounds, in seconds: an empty interpreter's start
+    (``python -c pass``), importing what an audit imports (less that start),
+    and a one-job audit's teardown (its return from main to its exit)."""
+    started, imported, ended = [], [], []
+    for _ in range(runs):
+        started.append(measure([sys.executable, "-c", "pass"], cwd=path).wall)
+        imported.append(measure([sys.executable, "-c", AUDIT_IMPORTS], cwd=path).wall)
+        ended.append(teardown(path))
+    start = sorted(started)[(runs - 1) // 2]
+    return {
+        "start": start,
+        "imports": sorted(imported)[(runs - 1) // 2] - start,
+        "teardown": sorted(ended)[(runs - 1) // 2],
+    }
+
+
 def git_log_raw(path: Path, runs: int) -> Run:
     """The walk's floor: git listing every change under packets/ in history."""
     argv = ["git", "log", "--raw", "--no-abbrev", "--format=%H", "--", "packets"]
@@ -464,6 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         first = results[0]
         costs = stage_costs(first["path"])
         log = git_log_raw(first["path"], runs)
+        fixed = process_costs(first["path"], runs)
     print()
     print(
         "min-max of the one-job audit: "
@@ -481,7 +542,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     staged = costs["walk"] + costs["replay"] + costs["judge"]
     print(
         f"  the rest of a one-job audit process (start-up, imports, output): "
-        f"{(first['audits'][1].wall - staged) * 1000:.0f} ms"
+        f"{(first['audits'][1].wall - staged) * 1000:.0f} ms, of which the interpreter's start "
+        f"{fixed['start'] * 1000:.0f} ms (python -c pass), the imports "
+        f"{fixed['imports'] * 1000:.0f} ms, the teardown {fixed['teardown'] * 1000:.1f} ms "
+        "(main's return to exit)"
     )
     walk_ratio = costs["walk"] / log.wall
     print(
