@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from governance.core.headings import Heading, _blank_front_matter, _parse_fully, parse_headings
-from governance.core.headings_scan import TRIM, scan_headings
+from governance.core.headings_scan import _LINE, TRIM, scan_headings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,6 +171,20 @@ def test_this_repositorys_markdown() -> None:
 def test_heading_text_renders_as_the_parse_does(title: str) -> None:
     text = f"# {title}\n\npara\n\n## x {title} y ##\n"
     assert parse_headings(text) == _parse_fully(text)
+
+
+def test_the_line_pattern_has_the_groups_the_scan_unpacks() -> None:
+    # scan_headings takes a line's groups at once, in this order.
+    assert list(_LINE.groupindex.items()) == [
+        ("indent", 1),
+        ("atx", 2),
+        ("rest", 3),
+        ("fence", 4),
+        ("info", 5),
+        ("under", 6),
+        ("container", 7),
+    ]
+    assert _LINE.groups == 7
 
 
 def test_trim_is_markdown_its() -> None:

@@ -105,15 +105,15 @@ def scan_headings(text: str) -> list[tuple[int, int, str]] | None:
         start = match.start() + 1  # the line's first character
         line += text.count("\n", at, start)
         at = start
-        indent = match.group("indent")
+        # Every group at once (the pattern's groups in order; a test checks it).
+        indent, atx, rest, marker, info, under, container = match.groups()
         inset = len(indent) >= 4 or "\t" in indent
-        marker = match.group("fence")
         if fence is not None:
             if (
                 marker is None
                 or marker[0] != fence[0]
                 or len(marker) < len(fence)
-                or match.group("info").strip(" \t")
+                or info.strip(" \t")
             ):
                 continue  # the fence's content
             if inset:
@@ -125,9 +125,9 @@ def scan_headings(text: str) -> list[tuple[int, int, str]] | None:
             fence = None
             settled = match.end()
             continue
-        if match.group("container") is not None:
+        if container is not None:
             return None
-        if match.group("under") is not None:
+        if under is not None:
             if (
                 line > 1
                 and start - 1 != settled
@@ -140,19 +140,19 @@ def scan_headings(text: str) -> list[tuple[int, int, str]] | None:
         if "|" in match.group(0) and _DELIMITER_ROW.fullmatch(_next_line(text, match.end())):
             return None  # a table's header row, perhaps
         if marker is not None:
-            if marker[0] == "`" and "`" in match.group("info"):
+            if marker[0] == "`" and "`" in info:
                 continue  # not a fence: paragraph text
             fence = marker
             fence_indent = len(indent)
             fence_end = match.end()
             continue
-        content = _content(match.group("rest") or "")
+        content = _content(rest or "")
         if "[" in content:
             if definitions is None:
                 definitions = _DEFINITION.search(text) is not None
             if definitions:
                 return None  # what a link in it means depends on them
-        found.append((line, len(match.group("atx")), content))
+        found.append((line, len(atx), content))
         settled = match.end()
     if fence is not None and fence_indent >= 2 and _SHORT[fence_indent].search(text, fence_end):
         return None
