@@ -59,12 +59,25 @@ def branch_tips(repo: pygit2.Repository) -> Tips:
     return Tips((head, *merging), where)
 
 
+def _parent_of(repo: pygit2.Repository, tip: str, declared: str) -> bool:
+    # The common case, a record committed on top of the commit it was built
+    # at, without the graph walk of descendant_of.
+    commit = repo.get(tip)
+    return isinstance(commit, pygit2.Commit) and any(
+        str(parent) == declared for parent in commit.parent_ids
+    )
+
+
 def unreachable(repo: pygit2.Repository, declared: str, tips: Tips) -> SourceError | None:
     """None when ``declared`` is one of ``tips`` or an ancestor of one; else
     ``commit_unreachable``."""
     for tip in tips.commits:
         try:
-            if tip == declared or repo.descendant_of(tip, declared):
+            if (
+                tip == declared
+                or _parent_of(repo, tip, declared)
+                or repo.descendant_of(tip, declared)
+            ):
                 return None
         except (pygit2.GitError, ValueError, KeyError):
             continue  # not a commit of this repository: no history to be in
