@@ -196,3 +196,13 @@ def test_only_the_serialiser_makes_fragments() -> None:
     with pytest.raises(AttributeError):
         made.data = b'"changed"'
     assert canonical.dumps({"a": made}) == '{"a":[1,"é"]}\n'.encode()
+
+
+def test_the_memo_of_written_keys_stays_bounded() -> None:
+    # Keys of composed objects are remembered; any number of them holds at most
+    # _MAX_KEYS, and a key written after the memo was cleared is written alike.
+    document = {f"key {i}": canonical.fragment(i) for i in range(3 * canonical._MAX_KEYS)}
+    plain = {key: int(part.data) for key, part in document.items()}
+    assert canonical.dumps(document) == _oracle(plain)
+    assert len(canonical._KEYS) <= canonical._MAX_KEYS
+    assert canonical.dumps(document) == _oracle(plain)
