@@ -1,6 +1,7 @@
 """The one guarded runner of ``capsule`` and the hooks: every way a run can
 end (an error with a code, ^C, a closed pipe, the file system or git saying
-no) becomes an exit code and at most one line, worded alike for all of them."""
+no) becomes an exit code and at most one line, worded alike for all of them;
+and what a command started as a process does once it has that code."""
 
 from __future__ import annotations
 
