@@ -121,8 +121,9 @@ class _Walk:
                 self._moves[key] = move
         return move
 
-    def saw(self, commit: pygit2.Commit) -> None:
-        self._commit_trees[commit.id.raw] = commit.tree_id.raw
+    def saw(self, commit: bytes, tree: bytes) -> None:
+        """Remember the (raw) tree of a (raw) commit walked, for its children."""
+        self._commit_trees[commit] = tree
         if len(self._commit_trees) > self.MAX_COMMITS:
             self._commit_trees.popitem(last=False)
 
@@ -170,11 +171,15 @@ class _Walk:
         else:
             candidates = entries.items()
         size = trees.id_size
+        only = olds[0] if len(olds) == 1 else None
         for name, entry in candidates:
             oid = entry[-size:]
             # Same id as in a parent (whatever the mode): nothing below it is new.
             # Checked before the glob, which is the dearer test.
-            if any(old.get(name, b"")[-size:] == oid for old in olds):
+            if only is not None:
+                if only.get(name, b"")[-size:] == oid:
+                    continue
+            elif any(old.get(name, b"")[-size:] == oid for old in olds):
                 continue
             move = self._move(state, name)
             if not (move.descends or move.matches):
@@ -247,12 +252,13 @@ def find_records(repo: pygit2.Repository, where: Range, globs: PathGlobs) -> Fou
     walk: _Walk | None = None
     for commit in walker:
         found.commits += 1
+        commit_id = commit.id.raw
         if walk is None:
-            walk = _Walk(repo, globs, len(commit.id.raw))
+            walk = _Walk(repo, globs, len(commit_id))
         try:
             tree = commit.tree_id.raw
             parents = walk.parent_trees(commit)
-            walk.saw(commit)
+            walk.saw(commit_id, tree)
             if tree in parents:
                 continue
             matches: list[tuple[str, int, bytes]] = []
