@@ -389,7 +389,8 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
 
     # Serialised from the same document with each part that is a function of
     # blobs alone as its canonical fragment, made once while the blob stays
-    # cached (a replay rebuilds mostly the parts of earlier builds).
+    # cached: the packet, context and policy recur in nearly every replay of a
+    # history, a read only while its source's blob does.
     context_fragment = snapshot.memo(
         f"json:{packet.context_path}",
         context.source,
