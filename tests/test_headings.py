@@ -453,8 +453,9 @@ _HEADING_TEXTS = st.lists(
 def test_a_remembered_heading_is_the_heading_parsed_afresh(
     texts: list[str], levels: list[int]
 ) -> None:
-    # Scanned headings' texts and slugs are remembered by their source text:
-    # the same headings whether remembered, forgotten or parsed in full.
+    # The last heading of each source text is remembered: the same headings
+    # whether remembered, forgotten or parsed in full, also when the same
+    # texts come again at other lines or levels.
     doc = "".join(
         f"{'#' * level} {text}\n\nbody\n" for text, level in zip(texts, levels, strict=False)
     )
@@ -463,6 +464,9 @@ def test_a_remembered_heading_is_the_heading_parsed_afresh(
     headings._RENDERED.clear()
     afresh = parse_headings(doc)
     assert first == again == afresh == headings._parse_fully(doc)
+    moved = "para\n\n" + doc.replace("\n# ", "\n## ")
+    assert parse_headings(moved) == headings._parse_fully(moved)
+    assert parse_headings(doc) == first
 
 
 def test_remembered_heading_texts_are_bounded() -> None:

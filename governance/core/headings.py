@@ -168,25 +168,29 @@ def parse_headings(text: str) -> list[Heading]:
     return [_scanned(line, level, content) for line, level, content in scanned]
 
 
-# A scanned heading's rendered text and slug by its source text: with no link
-# references (a scanned heading is rendered with an empty env) they are a
-# function of the source text alone, and most headings recur in every version
-# of a file. Bounded in count and in each text's length; when full it starts
-# again (one whole-dict operation).
-_RENDERED: dict[str, tuple[str, str]] = {}
+# The last heading scanned with each source text: with no link references (a
+# scanned heading is rendered with an empty env) its rendered text and slug are
+# a function of the source text alone, and a heading is immutable, so one at
+# the same line and level is that very heading again. Most headings recur in
+# every version of a file, mostly at the same line. Bounded in count and in
+# each text's length; when full it starts again (one whole-dict operation).
+_RENDERED: dict[str, Heading] = {}
 _RENDERED_MAX = 2048
 _RENDERED_LONGEST = 200
 
 
 def _scanned(line: int, level: int, content: str) -> Heading:
     known = _RENDERED.get(content)
-    if known is not None:
-        return Heading(line, line, level, known[0], known[1])
-    heading = _heading(line, line, level, content, {})
+    if known is None:
+        heading = _heading(line, line, level, content, {})
+    elif known.line == line and known.level == level:
+        return known
+    else:
+        heading = Heading(line, line, level, known.text, known.slug)
     if len(content) <= _RENDERED_LONGEST:
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()
-        _RENDERED[content] = (heading.text, heading.slug)
+        _RENDERED[content] = heading
     return heading
 
 
