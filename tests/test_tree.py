@@ -59,3 +59,64 @@ def test_parents_sections_and_slugs_are_those_the_outline_defines(
         slugs.setdefault(h.slug, []).append(i)
     assert tree.by_slug == slugs
     assert list(tree.by_slug) == list(slugs)
+
+
+def _reference_match(
+    tree: Tree, slugs: tuple[str, ...]
+) -> tuple[tuple[int, ...], int | None, bool]:
+    """The module docstring's meaning, spelled out slowly: which headings a
+    selector could mean, the one it names, and whether it is positional."""
+    headings = tree.headings
+    counts: dict[str, int] = {}
+    for h in headings:
+        counts[h.slug] = counts.get(h.slug, 0) + 1
+
+    def base_of(slug: str) -> str | None:
+        head, _, number = slug.rpartition("-")
+        repeat = head and "\n" not in head and number.isascii() and number.isdigit()
+        if repeat and number[0] != "0" and counts.get(head, 0) > int(number):
+            return head
+        return None
+
+    def means(slug: str, wanted: str, literal: bool) -> bool:
+        return slug == wanted or (not literal and slug == base_of(wanted))
+
+    def chain(index: int) -> list[int]:
+        found, parent = [], tree.parent[index]
+        while parent is not None:
+            found.append(parent)
+            parent = tree.parent[parent]
+        return found
+
+    def within(index: int, parents: tuple[str, ...], literal: bool) -> bool:
+        wanted = len(parents) - 1
+        for ancestor in chain(index):
+            if wanted >= 0 and means(headings[ancestor].slug, parents[wanted], literal):
+                wanted -= 1
+        return wanted < 0
+
+    *parents, own = slugs
+    candidates = tuple(
+        i
+        for i, h in enumerate(headings)
+        if means(h.slug, own, False) and within(i, tuple(parents), False)
+    )
+    named = None
+    only = candidates[0] if len(candidates) == 1 else None
+    if only is not None and headings[only].slug == own and within(only, tuple(parents), True):
+        named = only
+    return candidates, named, any(base_of(s) is not None for s in slugs)
+
+
+@given(outlines(), st.lists(st.lists(_SLUGS | st.just("a-2"), min_size=1, max_size=3), max_size=4))
+def test_match_means_what_the_module_says(
+    outline: tuple[list[Heading], int], selectors: list[list[str]]
+) -> None:
+    headings, total = outline
+    tree = Tree(headings, total)
+    for _ in range(2):  # again, with what the tree remembered
+        for slugs in selectors:
+            found = tree.match(tuple(slugs))
+            assert (found.candidates, found.named, found.positional) == _reference_match(
+                tree, tuple(slugs)
+            )

@@ -63,6 +63,8 @@ class Tree:
         self.by_slug = by_slug
         self._subsequences: dict[str, Counter[tuple[str, ...]]] = {}
         self._qualifier_sets: dict[int, set[tuple[str, ...]]] = {}
+        # Slug -> the base it repeats (None: not a repeat), as _repeat_of finds.
+        self._repeats: dict[str, str | None] = {}
 
     @cached_property
     def sections(self) -> tuple[Section, ...]:
@@ -90,11 +92,18 @@ class Tree:
         return len(self.ancestors(index))
 
     def _repeat_of(self, slug: str) -> str | None:
-        # GitHub names the (n+1)-th heading `base` `base-n`.
+        # GitHub names the (n+1)-th heading `base` `base-n`. Once per slug:
+        # by_slug does not change.
+        try:
+            return self._repeats[slug]
+        except KeyError:
+            pass
         repeat = _REPEAT.fullmatch(slug)
+        base = None
         if repeat and len(self.by_slug.get(repeat.group(1), ())) > int(repeat.group(2)):
-            return repeat.group(1)
-        return None
+            base = repeat.group(1)
+        self._repeats[slug] = base
+        return base
 
     def _meanings(self, slug: str) -> tuple[str, ...]:
         base = self._repeat_of(slug)
@@ -110,6 +119,8 @@ class Tree:
     def _within(self, index: int, parents: Sequence[str], *, literal: bool) -> bool:
         # Greedy from the nearest: the nearest ancestor matching the last
         # parent is never a worse choice than a farther one.
+        if not parents:
+            return True  # nothing to find above
         wanted = len(parents) - 1
         for ancestor in self.ancestors(index):
             if wanted < 0:
@@ -128,7 +139,7 @@ class Tree:
             only = candidates[0]
             if self.headings[only].slug == own and self._within(only, parents, literal=True):
                 named = only
-        return Match(candidates=candidates, named=named, positional=positional)
+        return Match(candidates, named, positional)
 
     def _counts(self, slug: str) -> Counter[tuple[str, ...]]:
         # For every heading the bare slug could mean: each distinct tuple of
