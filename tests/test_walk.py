@@ -7,6 +7,7 @@ in the same order."""
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 
 import pygit2
@@ -197,3 +198,40 @@ def test_libgit2_s_cache_stays_within_its_bound_over_a_walk(tmp_path: Path) -> N
     find_records(repo, parse_range(repo, None), PathGlobs(["**/*.json"]))
     current, bound = pygit2.settings.cached_memory
     assert 0 < current <= bound == GIT_CACHE_BYTES
+
+
+def test_a_tree_nested_deeper_than_the_recursion_limit_is_walked(tmp_path: Path) -> None:
+    # A whole '**' segment descends as deep as a tree goes, and git lets a tree
+    # nest past Python's recursion limit: such a history ended the audit with a
+    # RecursionError traceback. Entries after the deep folder still come after
+    # what is below it, in the tree's order.
+    repo = pygit2.init_repository(str(tmp_path / "r"), bare=True)
+    who = pygit2.Signature("T", "t@example.invalid", 1767225600, 0)
+    depth = sys.getrecursionlimit() + 100
+    beside = {name: repo.create_blob(f"{name}\n".encode()) for name in ("0.json", "b.json")}
+
+    def tree(record: bytes) -> pygit2.Oid:
+        builder = repo.TreeBuilder()
+        builder.insert("x.json", repo.create_blob(record), pygit2.GIT_FILEMODE_BLOB)
+        below = builder.write()
+        for _ in range(depth):
+            builder = repo.TreeBuilder()
+            builder.insert("a", below, pygit2.GIT_FILEMODE_TREE)
+            below = builder.write()
+        top = repo.TreeBuilder()
+        top.insert("a", below, pygit2.GIT_FILEMODE_TREE)
+        for name, blob in beside.items():
+            top.insert(name, blob, pygit2.GIT_FILEMODE_BLOB)
+        return top.write()
+
+    first = repo.create_commit(None, who, who, "deep", tree(b"1\n"), [])
+    second = repo.create_commit("HEAD", who, who, "deeper", tree(b"2\n"), [first])
+    deep = "a/" * (depth + 1) + "x.json"
+    found = find_records(repo, parse_range(repo, None), PathGlobs(["**/*.json"]))
+    blob = {1: str(pygit2.hash(b"1\n")), 2: str(pygit2.hash(b"2\n"))}
+    assert found.versions == [
+        Version("0.json", str(beside["0.json"]), 0o100644, str(first)),
+        Version(deep, blob[1], 0o100644, str(first)),
+        Version("b.json", str(beside["b.json"]), 0o100644, str(first)),
+        Version(deep, blob[2], 0o100644, str(second)),
+    ]

@@ -12,7 +12,7 @@ filters, no hooks.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -22,7 +22,7 @@ from governance.core.snapshot import MODE_TREE
 from governance.errors import OBJECT_MISSING, SourceError
 from governance.history.globs import PathGlobs, State
 from governance.history.ranges import Range
-from governance.history.trees import Trees, entry_mode, mode_and_id
+from governance.history.trees import Entries, Trees, entry_mode, mode_and_id
 
 # libgit2's cache of commits and trees (each at most 4 KiB; blobs are never
 # kept), for the whole process.
@@ -149,7 +149,43 @@ class _Walk:
     ) -> None:
         """Add to ``found`` (path, mode, raw id) of each matching entry below
         ``tree`` that no parent has at the same path with the same id (so it
-        is new here), in the tree's order."""
+        is new here), in the tree's order. Folders are entered from a stack,
+        not by recursion: a tree may nest deeper than Python's recursion limit."""
+        size = self.trees.id_size
+        stack = [self._folder(tree, parents, state, prefix)]
+        while stack:
+            candidates, olds, only, state, prefix = stack[-1]
+            for name, entry in candidates:
+                oid = entry[-size:]
+                # Same id as in a parent (whatever the mode): nothing below it is new.
+                # Checked before the glob, which is the dearer test.
+                if only is not None:
+                    if only.get(name, b"")[-size:] == oid:
+                        continue
+                elif any(old.get(name, b"")[-size:] == oid for old in olds):
+                    continue
+                move = self._move(state, name)
+                if not (move.descends or move.matches):
+                    continue
+                mode = entry_mode(entry)
+                if mode == MODE_TREE:
+                    if move.descends:
+                        below = [self._subtree(old.get(name)) for old in olds]
+                        # Everything below it first, then this folder's next entry.
+                        stack.append(self._folder(oid, below, move.after, f"{prefix}{move.name}/"))
+                        break
+                elif move.matches:
+                    found.append((f"{prefix}{move.name}", mode, oid))
+            else:
+                stack.pop()
+
+    def _folder(
+        self, tree: bytes, parents: Sequence[bytes | None], state: State, prefix: str
+    ) -> tuple[Iterator[tuple[bytes, bytes]], list[Entries], Entries | None, State, str]:
+        """The entries of ``tree`` that may hold something new (an iterator, so
+        the walk resumes after a folder it entered), its parents' entries at
+        the same path (and the one parent's alone), the glob state and the
+        path there."""
         trees = self.trees
         entries = trees.entries(tree)
         olds = [trees.entries(parent) for parent in parents if parent is not None]
@@ -170,27 +206,7 @@ class _Walk:
                 candidates = differ
         else:
             candidates = entries.items()
-        size = trees.id_size
-        only = olds[0] if len(olds) == 1 else None
-        for name, entry in candidates:
-            oid = entry[-size:]
-            # Same id as in a parent (whatever the mode): nothing below it is new.
-            # Checked before the glob, which is the dearer test.
-            if only is not None:
-                if only.get(name, b"")[-size:] == oid:
-                    continue
-            elif any(old.get(name, b"")[-size:] == oid for old in olds):
-                continue
-            move = self._move(state, name)
-            if not (move.descends or move.matches):
-                continue
-            mode = entry_mode(entry)
-            if mode == MODE_TREE:
-                if move.descends:
-                    below = [self._subtree(old.get(name)) for old in olds]
-                    self.new_matches(oid, below, move.after, f"{prefix}{move.name}/", found)
-            elif move.matches:
-                found.append((f"{prefix}{move.name}", mode, oid))
+        return iter(candidates), olds, olds[0] if len(olds) == 1 else None, state, prefix
 
     def _subtree(self, entry: bytes | None) -> bytes | None:
         if entry is None:
