@@ -34,8 +34,9 @@ asserted about time: this script only prints. At the smallest size it also
 times each stage in process (the walk, the replays, judging the rows), splits
 a replay's time under the profiler (rebuild, headings, YAML, canonical JSON),
 splits what is left of the process (the interpreter's start, the imports, the
-teardown from main's return to exit) and sets the walk against ``git log
---raw -- packets``. ``--smoke`` is the smallest
+teardown from main's return to exit), says what libgit2's check of each
+object's hash costs the walk and the replays (the floor and ``git log`` check
+none), and sets the walk against ``git log --raw -- packets``. ``--smoke`` is the smallest
 setting (10 records, a history of 20 commits, one run each) for a quick check
 that the script still works.
 """
@@ -295,6 +296,25 @@ def spread(runs: list[Run]) -> str:
     return f"{min(walls):.2f}-{max(walls):.2f}s"
 
 
+def hash_check_cost(path: Path) -> float:
+    """Seconds libgit2's check of each object's hash (on by default; git
+    cat-file and git log make none) adds to a walk and its replays: the least
+    of two interleaved rounds with the check and without it."""
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    try:
+        for _ in range(2):
+            for verify in (True, False):
+                pygit2.settings.enable_strict_hash_verification(verify)
+                repo = pygit2.Repository(str(path))
+                before = time.perf_counter()
+                found = find_records(repo, parse_range(repo, None), PathGlobs([RECORDS_GLOB]))
+                replay_items(repo, work_items(found.versions), jobs=1)
+                timings[verify].append(time.perf_counter() - before)
+    finally:
+        pygit2.settings.enable_strict_hash_verification(True)
+    return max(0.0, min(timings[True]) - min(timings[False]))
+
+
 def stage_costs(path: Path) -> dict[str, float]:
     """Each stage of an audit in this process, in seconds: the history walk,
     the replays (and, under the profiler's clock, what a replay spends on
@@ -320,6 +340,7 @@ def stage_costs(path: Path) -> dict[str, float]:
     costs = {
         "walk": walked - started,
         "walk again": min(again),
+        "hash check": hash_check_cost(path),
         "replay": replayed - walked,
         "judge": judged - replayed,
         "replays": float(len(items)),
@@ -548,6 +569,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{fixed['start'] * 1000:.0f} ms (python -c pass), the imports "
         f"{fixed['imports'] * 1000:.0f} ms, the teardown {fixed['teardown'] * 1000:.1f} ms "
         "(main's return to exit)"
+    )
+    print(
+        f"  libgit2's check of each object's hash as it is read (cat-file and git log check "
+        f"none): {costs['hash check'] * 1000:.0f} ms of the walk and replays"
     )
     walk_ratio = costs["walk"] / log.wall
     print(
