@@ -120,3 +120,17 @@ def test_match_means_what_the_module_says(
             assert (found.candidates, found.named, found.positional) == _reference_match(
                 tree, tuple(slugs)
             )
+
+
+def test_slugs_asked_for_that_no_heading_has_are_not_remembered() -> None:
+    # A tree stays cached while its blob is read again, and selectors are the
+    # packets' (any number, any length): what it remembers of the slugs it was
+    # asked for is bounded by its own headings, however many names miss.
+    headings = [Heading(1, 1, 1, "Notes", "notes"), Heading(3, 3, 2, "Notes", "notes")]
+    tree = Tree(headings, 4)
+    for n in range(2000):
+        missing = tree.match((f"gone-{n}-" + "x" * 1000,))
+        assert missing.candidates == ()
+        assert tree.match((f"notes-{n + 1}", f"notes-{n}")).named is None
+    assert tree.match(("notes", "notes")).named == 1
+    assert set(tree._repeats) <= set(tree.by_slug)

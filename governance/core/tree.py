@@ -63,7 +63,8 @@ class Tree:
         self.by_slug = by_slug
         self._subsequences: dict[str, Counter[tuple[str, ...]]] = {}
         self._qualifier_sets: dict[int, set[tuple[str, ...]]] = {}
-        # Slug -> the base it repeats (None: not a repeat), as _repeat_of finds.
+        # Slug of a heading -> the base it repeats (None: not a repeat), as
+        # _repeat_of finds.
         self._repeats: dict[str, str | None] = {}
 
     @cached_property
@@ -92,8 +93,9 @@ class Tree:
         return len(self.ancestors(index))
 
     def _repeat_of(self, slug: str) -> str | None:
-        # GitHub names the (n+1)-th heading `base` `base-n`. Once per slug:
-        # by_slug does not change.
+        # GitHub names the (n+1)-th heading `base` `base-n`. Once per slug of
+        # this tree's headings (by_slug does not change); a slug no heading
+        # has is a selector's, any number of any length: never remembered.
         try:
             return self._repeats[slug]
         except KeyError:
@@ -102,7 +104,8 @@ class Tree:
         base = None
         if repeat and len(self.by_slug.get(repeat.group(1), ())) > int(repeat.group(2)):
             base = repeat.group(1)
-        self._repeats[slug] = base
+        if slug in self.by_slug:
+            self._repeats[slug] = base
         return base
 
     def _meanings(self, slug: str) -> tuple[str, ...]:
