@@ -175,18 +175,21 @@ class Snapshot:
         """Resolve ``path`` to a regular tracked blob, or fail closed."""
         shown = locator if locator is not None else path
         check_path(path, locator=shown)
-        try:
-            # libgit2 walks the folders itself, and finds nothing where one on
-            # the way is not a tree (a link, a submodule, a file): the walk by
-            # folder below then says which. Interned: pygit2 (1.21) keeps a
-            # reference to every key it is given.
-            entry = self.tree[sys.intern(path)]
-        except (KeyError, pygit2.GitError):
-            pass
-        else:
-            mode = entry.filemode
-            if mode in (MODE_FILE, MODE_EXEC):
-                return Source(path=path, blob_id=str(entry.id), mode=mode)
+        folder, _, name = path.rpartition("/")
+        tree = self._trees.get(folder) if folder else self.tree
+        if tree is not None:
+            # Its folder already walked (or at the top): one lookup. Interned:
+            # pygit2 (1.21) keeps a reference to every key it is given.
+            try:
+                entry = tree[sys.intern(name)]
+            except (KeyError, pygit2.GitError):
+                pass
+            else:
+                mode = entry.filemode
+                if mode in (MODE_FILE, MODE_EXEC):
+                    return Source(path=path, blob_id=str(entry.id), mode=mode)
+        # The first source in a folder, or one that is no regular file: walked
+        # folder by folder, which keeps each folder and says what refuses it.
         return self._source_by_folder(path, shown)
 
     def _source_by_folder(self, path: str, shown: str) -> Source:
