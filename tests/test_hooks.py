@@ -145,6 +145,31 @@ def test_staged_changes_count_though_not_passed(hook, repo: Repo) -> None:
     assert result.out.splitlines() == [HEADING_LINE]
 
 
+def test_a_first_commit_nested_deeper_than_the_recursion_limit_is_checked(
+    hook, tmp_path: Path
+) -> None:
+    # Before the first commit every staged path is new, listed by walking the
+    # staged tree: one nested past Python's recursion limit ended the hook with
+    # a RecursionError traceback.
+    first = Repo(tmp_path / "first")
+    first.write("policies/capsule.yml", "target_tokens: 12000\n")
+    add_packet(first, "P-1", ["docs/deep.md"])
+    first.write("docs/deep.md", "# Deep\n")
+    first.git("add", "-A")
+    # Staged straight into the index: no file system nests a folder so deep.
+    staged = pygit2.Repository(str(first.path))
+    deep = "/".join(["a"] * (sys.getrecursionlimit() + 50)) + "/notes.md"
+    blob = staged.create_blob(b"# Far down\n")
+    index = staged.index
+    index.add(pygit2.IndexEntry(deep, blob, pygit2.GIT_FILEMODE_BLOB))
+    index.write()
+    assert hook(packets.main, first) == Result(0, "", "")
+    first.git("rm", "-q", "--cached", "docs/deep.md")
+    failed = hook(packets.main, first)
+    assert failed.code == 3
+    assert failed.out.startswith("packets/P-1/packet.yml: docs/deep.md: source_missing: ")
+
+
 def test_only_packets_that_read_a_staged_path_are_checked(hook, repo: Repo) -> None:
     # P-2 is already broken in HEAD (committed without the hook).
     repo.write("docs/other.md", "# Other\n")

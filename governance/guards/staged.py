@@ -9,6 +9,7 @@ it has no commit.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pygit2
@@ -111,12 +112,21 @@ def staged_changes(repo: pygit2.Repository, tree: pygit2.Tree) -> StagedChanges:
     return StagedChanges(frozenset(changed), frozenset(deleted))
 
 
-def _walk(tree: pygit2.Tree, prefix: str = "") -> list[str]:
+def _walk(tree: pygit2.Tree) -> list[str]:
+    """Every path below ``tree`` that is no folder, in the tree's order. Folders
+    are entered from a stack, not by recursion: a tree may nest deeper than
+    Python's recursion limit."""
     out: list[str] = []
-    for entry in tree:
-        path = f"{prefix}{entry.name}"
-        if isinstance(entry, pygit2.Tree):
-            out += _walk(entry, f"{path}/")
-        else:
+    stack: list[tuple[Iterator[pygit2.Object], str]] = [(iter(tree), "")]
+    while stack:
+        entries, prefix = stack[-1]
+        for entry in entries:
+            path = f"{prefix}{entry.name}"
+            if isinstance(entry, pygit2.Tree):
+                # Everything below it first, then this folder's next entry.
+                stack.append((iter(entry), f"{path}/"))
+                break
             out.append(path)
+        else:
+            stack.pop()
     return out
