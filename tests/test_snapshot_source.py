@@ -1,9 +1,12 @@
-"""Snapshot.source looks a path up with one lookup in its folder once that
-folder is walked, and walks it folder by folder otherwise (keeping each
-folder) or where the lookup finds no regular file: both ways must give the
-same Source, or the same refusal, for any tree and any path."""
+"""Snapshot.source reads the tree objects on the way to a path from their bytes
+(governance/core/trees.py), where pygit2's lookups would keep every name asked
+for alive: for any tree and any path it must give what pygit2's own lookups,
+folder by folder, give (the same Source, or the same refusal), and look each
+folder up once a snapshot."""
 
 from __future__ import annotations
+
+import tracemalloc
 
 import pygit2
 import pytest
@@ -41,14 +44,39 @@ def _trees(depth: int) -> st.SearchStrategy[dict[str, object]]:
     return st.dictionaries(st.sampled_from(NAMES), child, max_size=4)
 
 
-def _outcome(resolve: object, path: str) -> Source | tuple[str, str]:
-    assert callable(resolve)
+def _by_pygit2(tree: pygit2.Tree, path: str) -> tuple[str, int] | str:
+    """What pygit2's own lookups say of ``path``, folder by folder: the blob and
+    mode of a regular file, or the code of the refusal."""
+    parts = path.split("/")
+    for depth, name in enumerate(parts):
+        try:
+            entry = tree[name]
+        except KeyError:
+            return "source_missing"
+        mode = entry.filemode
+        if mode == pygit2.GIT_FILEMODE_LINK:
+            return "source_symlink"
+        if mode == pygit2.GIT_FILEMODE_COMMIT:
+            return "source_submodule"
+        if depth < len(parts) - 1:
+            if not isinstance(entry, pygit2.Tree):
+                return "source_missing"
+            tree = entry
+        elif mode not in (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
+            return "source_not_file"
+        else:
+            return str(entry.id), int(mode)
+    raise AssertionError("unreachable")
+
+
+def _ours(snapshot: Snapshot, path: str) -> tuple[str, int] | str:
     try:
-        found = resolve(path)
+        found = snapshot.source(path)
     except SourceError as exc:
-        return exc.code, exc.message
+        return exc.code
     assert isinstance(found, Source)
-    return found
+    assert found.path == path
+    return found.blob_id, found.mode
 
 
 @pytest.fixture(scope="module")
@@ -61,19 +89,49 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> pygit2.Repository:
     node=_trees(3),
     paths=st.lists(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4), max_size=8),
 )
-def test_one_lookup_and_the_folder_walk_agree(
+def test_a_path_resolves_as_pygit2_resolves_it(
     repo: pygit2.Repository, node: dict[str, object], paths: list[list[str]]
 ) -> None:
     tree = repo[_write(repo, node)]
     assert isinstance(tree, pygit2.Tree)
-    # One snapshot for every path, so later ones find their folder kept.
-    fast = Snapshot(repo=repo, tree=tree, commit_id="0" * 40)
+    # One snapshot for every path, so later ones find their folders kept.
+    snapshot = Snapshot(repo=repo, tree=tree, commit_id="0" * 40)
     for parts in paths * 2:
         path = "/".join(parts)
-        slow = Snapshot(repo=repo, tree=tree, commit_id="0" * 40)
-        assert _outcome(fast.source, path) == _outcome(
-            lambda p, by_folder=slow: by_folder._source_by_folder(p, p), path
-        )
+        assert _ours(snapshot, path) == _by_pygit2(tree, path)
+
+
+def test_a_name_that_is_not_utf8_resolves_as_pygit2_resolves_it(
+    repo: pygit2.Repository,
+) -> None:
+    blob = repo.create_blob(b"x\n")
+    raw = repo.odb.write(pygit2.enums.ObjectType.TREE, b"100644 \xff.md\x00" + blob.raw)
+    tree = repo[raw]
+    assert isinstance(tree, pygit2.Tree)
+    snapshot = Snapshot(repo=repo, tree=tree, commit_id="0" * 40)
+    for path in ("\udcff.md", "\xff.md", "\ufffd.md"):
+        assert _ours(snapshot, path) == _by_pygit2(tree, path)
+
+
+def test_distinct_names_asked_for_are_not_kept_alive(repo: pygit2.Repository) -> None:
+    # pygit2 (1.21) keeps a reference to every name it is asked to look up,
+    # found or not: a history naming many long missing paths grew an audit's
+    # (and the MCP server's) memory without bound, 2,000 names of 2 KB here
+    # holding 4 MB for good.
+    tree = repo[_write(repo, {"docs": {"a": "file"}})]
+    assert isinstance(tree, pygit2.Tree)
+    snapshot = Snapshot(repo=repo, tree=tree, commit_id="0" * 40)
+    snapshot.source("docs/a")
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for index in range(2_000):
+            with pytest.raises(SourceError):
+                snapshot.source(f"docs/{index:05d}{'n' * 2_000}")
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 200_000
 
 
 def test_a_link_on_the_way_is_named_as_such(repo: pygit2.Repository) -> None:
@@ -96,7 +154,7 @@ def test_a_regular_file_in_a_walked_folder_is_found_in_one_lookup(repo: pygit2.R
     assert found.mode == pygit2.GIT_FILEMODE_BLOB_EXECUTABLE
     assert found.blob_id == str(repo[tree["docs"].id]["b.md"].id)  # type: ignore[index]
     # The folder is kept for every later source under it.
-    assert list(snapshot._trees) == ["docs"]
+    assert list(snapshot._folders) == ["", "docs"]
 
 
 def test_a_folder_is_looked_up_once_per_snapshot(repo: pygit2.Repository) -> None:
@@ -109,10 +167,10 @@ def test_a_folder_is_looked_up_once_per_snapshot(repo: pygit2.Repository) -> Non
     assert isinstance(tree, pygit2.Tree)
     snapshot = Snapshot(repo=repo, tree=tree, commit_id="0" * 40)
     snapshot.source("packets/P-0000/packet.yml")
-    kept = snapshot._trees["packets"]
+    kept = snapshot._folders["packets"]
     for index in range(1, 300):
         snapshot.source(f"packets/P-{index:04d}/packet.yml")
         snapshot.source(f"packets/P-{index:04d}/packet.yml")
     # packets/ was read once, and every packet's folder is kept beside it.
-    assert snapshot._trees["packets"] is kept
-    assert len(snapshot._trees) == 301
+    assert snapshot._folders["packets"] is kept
+    assert len(snapshot._folders) == 302  # and the top

@@ -1,4 +1,4 @@
-"""The raw tree reader of the history walk (governance/history/trees.py)
+"""The raw tree reader of the history walk and snapshots (governance/core/trees.py)
 against pygit2's own view of the same tree objects: every name, mode and id,
 in order, for the modes git writes today and those old versions wrote, names
 that are not UTF-8, links and submodules; malformed objects are refused."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from governance.history.trees import Trees, mode_and_id, normalised_mode
+from governance.core.trees import RECENT, TreeMemo, Trees, mode_and_id, normalised_mode
 from support.gitrepo import write_raw_tree
 
 ID = 20
@@ -168,3 +168,45 @@ def test_a_zero_padded_mode_reads_as_libgit2_reads_it(repo: pygit2.Repository) -
     blob = repo.create_blob(b"x\n")
     oid = _raw_tree(Path(repo.path), _entry(b"0000100644", b"a", blob))
     assert _our_view(repo, oid) == _pygit2_view(repo, oid)
+
+
+def test_the_process_memo_of_trees_is_bounded_by_entries_and_bytes() -> None:
+    # Shared by the walk and every snapshot of the process (a long-lived MCP
+    # server too): what it keeps must stay within its bounds.
+    memo = TreeMemo(max_entries=10, max_bytes=1_000)
+    for index in range(100):
+        memo.put(index.to_bytes(20, "big"), {b"n%d" % k: b"x" for k in range(3)}, 90)
+        assert memo.held <= 10 or len(memo) == 1
+        assert memo.bytes <= 1_000 or len(memo) == 1
+    assert memo.get((99).to_bytes(20, "big")) is not None
+    assert memo.get((0).to_bytes(20, "big")) is None
+    big = TreeMemo(max_entries=1 << 20, max_bytes=1_000)
+    for index in range(100):
+        big.put(index.to_bytes(20, "big"), {b"n": b"x"}, 300)
+    assert big.bytes <= 1_000
+    # The most recently used stays.
+    kept = (97).to_bytes(20, "big")
+    assert big.get(kept) is not None
+
+
+def test_a_tree_parsed_once_is_shared(repo: pygit2.Repository) -> None:
+    blob = repo.create_blob(b"x\n")
+    oid = _raw_tree(Path(repo.path), _entry(b"100644", b"shared.md", blob))
+    first = Trees(repo, ID).entries(oid.raw)
+    found = RECENT.get((repo.path, oid.raw))
+    assert found is not None
+    assert found[0] is first
+    # Another walk (or a snapshot) of the same repository gets the same parse.
+    assert Trees(repo, ID).entries(oid.raw) is first
+
+
+def test_a_tree_another_repository_holds_is_not_lent(tmp_path: Path) -> None:
+    # A partial clone lacks trees its origin has: reading one there must say
+    # so, whatever the process read in the origin before.
+    origin = pygit2.init_repository(str(tmp_path / "origin"), bare=True)
+    other = pygit2.init_repository(str(tmp_path / "other"), bare=True)
+    blob = origin.create_blob(b"x\n")
+    oid = _raw_tree(Path(origin.path), _entry(b"100644", b"only-there.md", blob))
+    assert Trees(origin, ID).entries(oid.raw)
+    with pytest.raises(KeyError):
+        Trees(other, ID).entries(oid.raw)

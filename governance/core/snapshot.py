@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,17 +18,21 @@ from typing import TypeVar
 
 import pygit2
 
+from governance.core import trees
 from governance.core.cache import BlobCache
 from governance.core.locator import check_path
+from governance.core.trees import Entries, entry_mode, read_entries
 from governance.errors import SourceError, UsageError
 
 T = TypeVar("T")
 
-MODE_FILE = 0o100644
-MODE_EXEC = 0o100755
-MODE_LINK = 0o120000
-MODE_GITLINK = 0o160000
-MODE_TREE = 0o040000
+# The file modes of git's tree format (core.trees), for every reader of a snapshot.
+MODE_FILE = trees.MODE_FILE
+MODE_EXEC = trees.MODE_EXEC
+MODE_LINK = trees.MODE_LINK
+MODE_GITLINK = trees.MODE_GITLINK
+MODE_TREE = trees.MODE_TREE
+
 
 # A prefix of a SHA-1 id (4 to 40 hex) or a full SHA-256 id (64 hex).
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,40}|[0-9a-fA-F]{64}")
@@ -150,7 +153,8 @@ class Snapshot:
     cache: BlobCache | None = field(default=None, repr=False)
     _clean: set[tuple[str, str, int]] = field(default_factory=set, repr=False)
     _index: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
-    _trees: dict[str, pygit2.Tree] = field(default_factory=dict, repr=False)
+    # Each folder walked to a source, by path ("" is the top): its entries.
+    _folders: dict[str, Entries] = field(default_factory=dict, repr=False)
 
     def _cache(self) -> BlobCache:
         if self.cache is None:
@@ -172,84 +176,95 @@ class Snapshot:
         return cls(repo=repo, tree=commit_tree(commit), commit_id=str(commit.id), workdir=workdir)
 
     def source(self, path: str, *, locator: str | None = None) -> Source:
-        """Resolve ``path`` to a regular tracked blob, or fail closed."""
+        """Resolve ``path`` to a regular tracked blob, or fail closed.
+
+        The tree objects on the way are read from their bytes (``core.trees``)
+        and looked up there: pygit2 would keep every name it is asked for
+        alive for good, and a history names as many as it likes. Names are
+        bytes as git stores them; a path's text maps back to them as pygit2's
+        own lookups do (UTF-8, surrogate escapes for bytes that are not)."""
         shown = locator if locator is not None else path
         check_path(path, locator=shown)
         folder, _, name = path.rpartition("/")
-        tree = self._trees.get(folder) if folder else self.tree
-        if tree is not None:
-            # Its folder already walked (or at the top): one lookup. Interned:
-            # pygit2 (1.21) keeps a reference to every key it is given.
-            try:
-                entry = tree[sys.intern(name)]
-            except (KeyError, pygit2.GitError):
-                pass
-            else:
-                mode = entry.filemode
-                if mode in (MODE_FILE, MODE_EXEC):
-                    return Source(path=path, blob_id=str(entry.id), mode=mode)
-        # The first source in a folder, or one that is no regular file: walked
-        # folder by folder, which keeps each folder and says what refuses it.
-        return self._source_by_folder(path, shown)
+        entries = self._folders.get(folder)
+        if entries is None:
+            entries = self._folder(path, folder, shown)
+        entry = entries.get(name.encode("utf-8", "surrogateescape"))
+        if entry is None:
+            raise self._absent(path, shown)
+        mode = entry_mode(entry)
+        if mode in (MODE_FILE, MODE_EXEC):
+            return Source(path=path, blob_id=entry[-self._id_size :].hex(), mode=mode)
+        self._refuse(path, path, mode, shown)
+        raise SourceError(
+            f"{shown}: {path} is not a regular file {self.where}",
+            code="source_not_file",
+            locator=shown,
+        )
 
-    def _source_by_folder(self, path: str, shown: str) -> Source:
-        """``source``, one folder at a time: the same answer, and where it is
-        not a regular file, which entry on the way makes it fail."""
-        parts = path.split("/")
-        # The deepest folder already walked: a folder's tree object is parsed once
-        # per snapshot, not once per source under it (packets/ of a thousand
-        # packets is a thousand-entry tree).
-        start = len(parts) - 1
-        while start and "/".join(parts[:start]) not in self._trees:
+    @property
+    def _id_size(self) -> int:
+        return len(self.tree.id.raw)
+
+    def _folder(self, path: str, folder: str, shown: str) -> Entries:
+        """The entries of ``folder`` on the way to ``path``, walked from the
+        deepest folder already walked and kept with every folder passed;
+        ``path``'s refusal where an entry on the way is no folder."""
+        parts = folder.split("/") if folder else []
+        start = len(parts)
+        while start and "/".join(parts[:start]) not in self._folders:
             start -= 1
-        tree = self._trees["/".join(parts[:start])] if start else self.tree
+        walked = "/".join(parts[:start])
+        if start:
+            entries = self._folders[walked]
+        else:
+            entries = self._tree_entries(self.tree.id.raw, path, shown)
+            self._folders[""] = entries
         for depth in range(start, len(parts)):
-            name = parts[depth]
             walked = "/".join(parts[: depth + 1])
-            try:
-                # Interned: pygit2 (1.21) keeps a reference to every key it is given,
-                # so a fresh string per lookup would stay alive for good.
-                entry = tree[sys.intern(name)]
-            except KeyError:
-                raise self._absent(path, shown) from None
-            except pygit2.GitError:
-                # A subtree the object database lacks (a partial clone).
-                raise SourceError(
-                    f"{shown}: a tree on the way to {path} {self.where} is not in this "
-                    "repository (a partial clone? clone without --filter)",
-                    code="object_missing",
-                    locator=shown,
-                ) from None
-            mode = entry.filemode
-            if mode == MODE_LINK:
-                raise SourceError(
-                    f"{shown}: {walked} is a symbolic link {self.where}; capsules never "
-                    "follow links",
-                    code="source_symlink",
-                    locator=shown,
-                )
-            if mode == MODE_GITLINK:
-                raise SourceError(
-                    f"{shown}: {walked} is a submodule (gitlink); its contents are not in this "
-                    "repository",
-                    code="source_submodule",
-                    locator=shown,
-                )
-            last = depth == len(parts) - 1
-            if not last:
-                if mode != MODE_TREE:
-                    raise self._absent(path, shown)
-                assert isinstance(entry, pygit2.Tree)
-                tree = self._trees[walked] = entry
-            elif mode not in (MODE_FILE, MODE_EXEC):
-                raise SourceError(
-                    f"{shown}: {path} is not a regular file {self.where}",
-                    code="source_not_file",
-                    locator=shown,
-                )
-            else:
-                return Source(path=path, blob_id=str(entry.id), mode=mode)
-        raise AssertionError("unreachable")  # pragma: no cover
+            entry = entries.get(parts[depth].encode("utf-8", "surrogateescape"))
+            if entry is None:
+                raise self._absent(path, shown)
+            mode = entry_mode(entry)
+            self._refuse(path, walked, mode, shown)
+            if mode != MODE_TREE:
+                raise self._absent(path, shown)
+            entries = self._folders[walked] = self._tree_entries(
+                entry[-self._id_size :], path, shown
+            )
+        return entries
+
+    def _tree_entries(self, tree_id: bytes, path: str, shown: str) -> Entries:
+        """A tree's entries, parsed once while the process's memo of trees
+        holds them (a folder recurs in every commit that leaves it alone, and
+        the walk of an audit has read most of them); ``object_missing`` when
+        the object database lacks it (a partial clone)."""
+        try:
+            found, _ = read_entries(self.repo, tree_id)
+        except KeyError:
+            raise SourceError(
+                f"{shown}: a tree on the way to {path} {self.where} is not in this "
+                "repository (a partial clone? clone without --filter)",
+                code="object_missing",
+                locator=shown,
+            ) from None
+        return found
+
+    def _refuse(self, path: str, walked: str, mode: int, shown: str) -> None:
+        """Fail closed where the entry at ``walked`` is a link or a submodule."""
+        if mode == MODE_LINK:
+            raise SourceError(
+                f"{shown}: {walked} is a symbolic link {self.where}; capsules never follow links",
+                code="source_symlink",
+                locator=shown,
+            )
+        if mode == MODE_GITLINK:
+            raise SourceError(
+                f"{shown}: {walked} is a submodule (gitlink); its contents are not in this "
+                "repository",
+                code="source_submodule",
+                locator=shown,
+            )
 
     def _absent(self, path: str, shown: str) -> SourceError:
         if self.workdir is not None and os.path.lexists(self.workdir / path):

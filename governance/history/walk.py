@@ -3,7 +3,7 @@
 History is walked oldest first with pygit2. At each commit only what differs
 from its parents is looked at: a folder whose tree id a parent also has holds
 nothing new, so it is skipped whole. Trees are read as raw bytes
-(``history.trees``), and what is kept of them and of the commits passed is
+(``core.trees``), and what is kept of them and of the commits passed is
 bounded, so memory follows the number of record versions found, not the
 length of history. Git objects only: no checkout, no working tree, no
 filters, no hooks.
@@ -19,10 +19,10 @@ from typing import NamedTuple
 import pygit2
 
 from governance.core.snapshot import MODE_TREE
+from governance.core.trees import Entries, Trees, entry_mode, mode_and_id
 from governance.errors import OBJECT_MISSING, SourceError
 from governance.history.globs import PathGlobs, State
 from governance.history.ranges import Range
-from governance.history.trees import Entries, Trees, entry_mode, mode_and_id
 
 # libgit2's cache of commits and trees (each at most 4 KiB; blobs are never
 # kept), for the whole process.

@@ -1,0 +1,193 @@
+"""Git tree objects read from their raw bytes, for the history walk and a
+snapshot's path lookups: each entry's name, the file mode libgit2 reports for
+it, and its object id, with a memo of recent trees bounded by their number of
+entries and bytes.
+
+pygit2 makes an object per entry it hands out, and keeps a reference to every
+name it is asked to look up (1.21: a distinct name, found or not, is never
+freed); the walk looks at every entry of every folder a commit changes and
+keeps almost none. So a tree's bytes are parsed with one regular expression
+instead, and names are looked up in the result. A tree object is a run of
+``<octal mode> <name>\\0<raw id>`` entries (git's format, the same for every
+version); one that libgit2 refuses is refused (a mode over 16 bits, a name
+over 65,535 bytes), and so are two forms it takes and no git writes: a sign
+before the mode, and a name twice.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections import OrderedDict
+from collections.abc import Hashable
+
+import pygit2
+
+MODE_FILE = 0o100644
+MODE_EXEC = 0o100755
+MODE_LINK = 0o120000
+MODE_GITLINK = 0o160000
+MODE_TREE = 0o040000
+
+# name -> the whole entry (mode, name and raw id), in the tree's own order:
+# two entries are equal when mode and id are.
+Entries = dict[bytes, bytes]
+
+# Enough for the folders of a few hundred commits around the one being walked;
+# an entry costs about a hundred bytes, so this stays under a few tens of MiB.
+MAX_ENTRIES = 1 << 17
+# And at most this many bytes of tree objects: a name may be 64 KiB, so the
+# entry bound alone would let a few MB of repository (long names compress
+# well) hold gigabytes.
+MAX_BYTES = 32 << 20
+
+_TYPE = 0o170000
+_WHOLE = operator.itemgetter(0)
+# The modes git writes, as they are spelled in a tree object.
+_WRITTEN = {
+    b"100644": MODE_FILE,
+    b"100755": MODE_EXEC,
+    b"40000": MODE_TREE,
+    b"120000": MODE_LINK,
+    b"160000": MODE_GITLINK,
+}
+
+
+def normalised_mode(raw: int) -> int:
+    """The mode ``git_tree_entry_filemode`` reports for a raw one (libgit2
+    normalises the modes old versions of git wrote, such as 100664)."""
+    if raw & _TYPE == MODE_TREE:
+        return MODE_TREE
+    if raw & 0o100:
+        return MODE_EXEC
+    if raw & _TYPE == MODE_GITLINK:
+        return MODE_GITLINK
+    if raw & _TYPE == MODE_LINK:
+        return MODE_LINK
+    return MODE_FILE
+
+
+def entry_mode(entry: bytes) -> int:
+    """The reported mode of one whole entry."""
+    spelled = entry[: entry.index(b" ")]
+    mode = _WRITTEN.get(spelled)
+    return mode if mode is not None else normalised_mode(int(spelled, 8))
+
+
+def mode_and_id(entry: bytes, id_size: int) -> tuple[int, bytes]:
+    """The reported mode and the raw id of one whole entry."""
+    return entry_mode(entry), entry[-id_size:]
+
+
+_PATTERNS: dict[int, re.Pattern[bytes]] = {}
+
+
+def _pattern(id_size: int) -> re.Pattern[bytes]:
+    # (whole entry, name) for each entry. As libgit2 reads them: a mode of at
+    # most 16 bits, zeros before it or not, and a name of 1 to 65,535 bytes.
+    found = _PATTERNS.get(id_size)
+    if found is None:
+        mode, name = rb"0*(?:1[0-7]{5}|[0-7]{1,5})", rb"[^\x00]{1,65535}"
+        found = _PATTERNS[id_size] = re.compile(
+            rb"(%s (%s)\x00.{%d})" % (mode, name, id_size), re.DOTALL
+        )
+    return found
+
+
+class TreeMemo:
+    """Parsed trees by raw id, the least recently used dropped first, bounded
+    by their number of entries and their bytes."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.held = 0
+        self.bytes = 0
+        self._memo: OrderedDict[Hashable, tuple[Entries, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+    def get(self, key: Hashable) -> tuple[Entries, int] | None:
+        found = self._memo.get(key)
+        if found is not None:
+            self._memo.move_to_end(key)
+        return found
+
+    def put(self, key: Hashable, entries: Entries, size: int) -> None:
+        if key in self._memo:
+            return
+        self._memo[key] = (entries, size)
+        self.held += len(entries)
+        self.bytes += size
+        while (self.held > self.max_entries or self.bytes > self.max_bytes) and len(self._memo) > 1:
+            _, (dropped, dropped_size) = self._memo.popitem(last=False)
+            self.held -= len(dropped)
+            self.bytes -= dropped_size
+
+
+# The trees parsed in this process, by repository and id, so the walk and
+# every snapshot after it share what was parsed, within these bounds. By
+# repository too: a tree another repository holds may be missing from this
+# one (a partial clone), which must say so.
+RECENT = TreeMemo()
+
+
+def read_entries(repo: pygit2.Repository, tree_id: bytes) -> tuple[Entries, int]:
+    """The entries of the tree ``tree_id`` (raw) and its size in bytes, parsed
+    once while ``RECENT`` holds it. KeyError when the object database lacks
+    it; GitError when it is no tree, or one that is refused."""
+    key = (repo.path, tree_id)
+    found = RECENT.get(key)
+    if found is not None:
+        return found
+    oid = pygit2.Oid(raw=tree_id)
+    kind, data = repo.odb.read(oid)
+    if kind != pygit2.enums.ObjectType.TREE:
+        raise pygit2.GitError(f"object {oid} is not a tree")
+    listed = _pattern(len(tree_id)).findall(data)
+    # Entries that together are the whole object, one after the other: a gap
+    # would be bytes that are no entry.
+    if sum(map(len, map(_WHOLE, listed))) != len(data):
+        raise pygit2.GitError(f"tree {oid} is not well formed")
+    entries = {name: whole for whole, name in listed}
+    if len(entries) != len(listed):
+        raise pygit2.GitError(f"tree {oid} names an entry twice")
+    RECENT.put(key, entries, len(data))
+    return entries, len(data)
+
+
+class Trees:
+    """The entries of the trees of one repository, by raw tree id."""
+
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        id_size: int,
+        max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
+    ):
+        self.repo = repo
+        self.id_size = id_size
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._held = 0
+        self._bytes = 0
+        self._memo: OrderedDict[bytes, Entries] = OrderedDict()
+
+    def entries(self, tree_id: bytes) -> Entries:
+        found = self._memo.get(tree_id)
+        if found is not None:
+            self._memo.move_to_end(tree_id)
+            return found
+        found, size = read_entries(self.repo, tree_id)
+        self._memo[tree_id] = found
+        self._held += len(found)
+        self._bytes += size
+        while (self._held > self.max_entries or self._bytes > self.max_bytes) and len(
+            self._memo
+        ) > 1:
+            _, dropped = self._memo.popitem(last=False)
+            self._held -= len(dropped)
+            self._bytes -= sum(map(len, dropped.values()))
+        return found
