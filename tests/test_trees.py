@@ -210,3 +210,14 @@ def test_a_tree_another_repository_holds_is_not_lent(tmp_path: Path) -> None:
     assert Trees(origin, ID).entries(oid.raw)
     with pytest.raises(KeyError):
         Trees(other, ID).entries(oid.raw)
+
+
+def test_the_process_memo_can_be_emptied(repo: pygit2.Repository) -> None:
+    blob = repo.create_blob(b"x\n")
+    oid = _raw_tree(Path(repo.path), _entry(b"100644", b"cleared.md", blob))
+    memo = TreeMemo()
+    memo.put((repo.path, oid.raw), {b"cleared.md": b"x"}, 40)
+    memo.clear()
+    assert len(memo) == 0
+    assert (memo.held, memo.bytes) == (0, 0)
+    assert memo.get((repo.path, oid.raw)) is None

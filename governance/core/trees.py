@@ -108,6 +108,11 @@ class TreeMemo:
     def __len__(self) -> int:
         return len(self._memo)
 
+    def clear(self) -> None:
+        self._memo.clear()
+        self.held = 0
+        self.bytes = 0
+
     def get(self, key: Hashable) -> tuple[Entries, int] | None:
         found = self._memo.get(key)
         if found is not None:
