@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from capsule_hooks import records
-from governance.history.record_rules import MAX_RECORD_BYTES, _rebuild_hint
+from governance.history.record_rules import MAX_RECORD_BYTES
+from governance.history.replay import rebuild_hint
 from support.gitrepo import Repo, clean_environ, commit_with_a_tree_for_a_file
 from support.history import audit, forge_target, record, record_on_a_deleted_branch
 from support.hostile import catalogue
@@ -116,16 +117,16 @@ def test_capsule_sign_reads_a_record_by_the_same_rules(cli, repo: Repo, hostile,
 def test_the_rebuild_hint_of_a_canonical_record_is_what_json_reads(cli, repo: Repo) -> None:
     data = (repo.path / record(cli, repo)).read_bytes()
     document = json.loads(data)
-    assert _rebuild_hint(data) == (document["commit"], document["packet"]["path"])
+    assert rebuild_hint(data) == (document["commit"], document["packet"]["path"])
 
 
 def test_the_rebuild_hint_of_a_rewritten_record_comes_from_the_json_parse(cli, repo: Repo) -> None:
     document = json.loads((repo.path / record(cli, repo)).read_bytes())
     # Keys out of order: the commit is no longer where a canonical capsule has it.
     shuffled = json.dumps(dict(reversed(list(document.items())))).encode()
-    assert _rebuild_hint(shuffled) == (document["commit"], document["packet"]["path"])
-    assert _rebuild_hint(b'{"schema":"capsule/2"}') is None
-    assert _rebuild_hint(b"[" * 100_000) is None
+    assert rebuild_hint(shuffled) == (document["commit"], document["packet"]["path"])
+    assert rebuild_hint(b'{"schema":"capsule/2"}') is None
+    assert rebuild_hint(b"[" * 100_000) is None
 
 
 def test_the_rebuild_hint_decodes_the_path_as_json_does() -> None:
@@ -133,7 +134,7 @@ def test_the_rebuild_hint_decodes_the_path_as_json_does() -> None:
         b'{"budget":{"bytes":1,"estimator":"x"},"commit":"' + b"a" * 40 + b'","context":{},'
         b'"id":"P","packet":{"blob":"ab","path":"p\\"q\\u00e9/\\\\x\xc3\xa9","text":""}}\n'
     )
-    assert _rebuild_hint(data) == ("a" * 40, 'p"q\u00e9/\\x\u00e9')
+    assert rebuild_hint(data) == ("a" * 40, 'p"q\u00e9/\\x\u00e9')
 
 
 def test_a_record_failing_its_pre_checks_is_not_judged_by_a_rebuild_git_cannot_make(

@@ -26,9 +26,7 @@ one version of it, a path in a history, and are applied to that outcome
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,8 +36,6 @@ from typing import TYPE_CHECKING
 import pygit2
 
 from governance.core import canonical
-from governance.core.builder import build_capsule
-from governance.core.capsule import FULL_COMMIT, SCHEMA_V1
 from governance.core.hashing import sha256_hex
 from governance.core.snapshot import (
     MODE_EXEC,
@@ -48,7 +44,6 @@ from governance.core.snapshot import (
     MODE_LINK,
     Snapshot,
     Source,
-    commit_tree,
     object_missing,
     read_blob,
 )
@@ -69,7 +64,12 @@ from governance.errors import (
 )
 from governance.history.reachability import Tips, unreachable
 from governance.history.records import expected_path
-from governance.history.replay import Difference, declared_commit, replay_capsule
+from governance.history.replay import (
+    Difference,
+    declared_commit,
+    rebuilds_identically,
+    replay_capsule,
+)
 
 if TYPE_CHECKING:
     from governance.core.cache import BlobCache
@@ -220,84 +220,6 @@ class BlobOutcome:
     rebuilt_sha256: str | None = None
 
 
-def _rebuilds_identically(
-    repo: pygit2.Repository, data: bytes, cache: BlobCache | None
-) -> tuple[str, str] | None:
-    """The declared commit and the packet id when ``data`` is byte for byte what
-    the trusted capsule/1 builder makes from that commit; None otherwise.
-
-    Such a record passes every pre-check by construction (the builder only
-    emits capsules the reader accepts, and these are its bytes), so for it the
-    pre-checks can be skipped: they cost as much as the rebuild itself. Only
-    the two fields the rebuild needs are read first (``_rebuild_hint``).
-    """
-    hint = _rebuild_hint(data)
-    if hint is None:
-        return None
-    commit, packet_path = hint
-    if canonical.has_surrogate(packet_path):
-        # The plain parse takes a lone surrogate escape, no git path holds one,
-        # and the strict parse refuses it (capsule_malformed).
-        return None
-    try:
-        # Replay's own lookup: an id this repository's object format cannot hold
-        # (64 hex in a SHA-1 repository) is a missing commit too.
-        found = declared_commit(repo, commit)
-    except (CapsuleError, pygit2.GitError):
-        return None
-    try:
-        # commit_tree: a treeless clone lacks it; the full rules then say object_missing.
-        snapshot = Snapshot(repo=repo, tree=commit_tree(found), commit_id=commit, cache=cache)
-        built = build_capsule(snapshot, packet_path)
-    except (CapsuleError, pygit2.GitError):
-        # Not the builder's bytes: the rules decide, in their order (git's error
-        # in the rebuild comes after a pre-check that fails).
-        return None
-    return (commit, built.packet.id) if built.data == data else None
-
-
-# Where a canonical capsule has its commit and packet path: "budget" (a flat
-# object) is its first key and "commit" the second; the packet object's first
-# keys are "blob" and "path". Inside a JSON string every '"' is escaped, so
-# neither pattern can match within one. The path string itself is read by
-# JSON's scanner: a regular expression for a string with escapes keeps state
-# per character (over 2 GiB for a record of 16 MiB).
-_COMMIT_AT = re.compile(rb'\{"budget":\{[^{}]*\},"commit":"([0-9a-f]{40}|[0-9a-f]{64})"')
-_PACKET_PATH = re.compile(rb'"packet":\{"blob":"[0-9a-f]+","path":(?=")')
-_STRING = json.JSONDecoder()
-
-
-def _rebuild_hint(data: bytes) -> tuple[str, str] | None:
-    """The commit and the packet path a rebuild of ``data`` would start from,
-    read where a canonical capsule has them, else with the plain JSON parser;
-    None when neither finds them. A hint only: should the rebuild equal
-    ``data`` byte for byte, ``data`` is the canonical capsule of that commit
-    and packet (the builder's bytes are), whatever else it might have said."""
-    commit, path = _COMMIT_AT.match(data), _PACKET_PATH.search(data)
-    if commit is not None and path is not None:
-        try:
-            # Bytes that are not UTF-8 become lone surrogates, which no path
-            # the rebuild takes holds.
-            tail = data[path.end() :].decode("utf-8", "surrogateescape")
-            packet_path, _ = _STRING.raw_decode(tail)
-        except ValueError:
-            packet_path = None
-        if isinstance(packet_path, str):
-            return commit.group(1).decode("ascii"), packet_path
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA_V1:
-        return None
-    commit_id, packet = document.get("commit"), document.get("packet")
-    if not (isinstance(commit_id, str) and FULL_COMMIT.fullmatch(commit_id)):
-        return None
-    if not (isinstance(packet, dict) and isinstance(packet.get("path"), str)):
-        return None
-    return commit_id, packet["path"]
-
-
 def _judge_blob(
     repo: pygit2.Repository, read: Callable[[], bytes], cache: BlobCache | None
 ) -> BlobOutcome:
@@ -308,7 +230,7 @@ def _judge_blob(
     digest = sha256_hex(data)
     # Should the rebuild equal the record byte for byte, the record is canonical
     # (the builder's bytes are), so the strict parse has nothing left to refuse.
-    shortcut = _rebuilds_identically(repo, data, cache)
+    shortcut = rebuilds_identically(repo, data, cache)
     if shortcut is not None:
         declared, packet_id = shortcut
         return BlobOutcome(None, None, declared, packet_id, sha256=digest, rebuilt_sha256=digest)
