@@ -22,31 +22,17 @@ from governance.core.capsule import (
     TRUST_V1,
     packet_id_of,
 )
-from governance.core.excerpt import Excerpt, check_heading_source, decode_source, excerpt_of
+from governance.core.excerpt import Excerpt, check_heading_source, excerpt_of
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
 from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
-from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target, parse_policy
+from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target
 from governance.core.snapshot import Snapshot, Source
-from governance.errors import SOURCE_MISSING, CapsuleError, MalformedInput, SourceError, UsageError
+from governance.core.wholefile import WholeFile, parsed_policy, policy_json, read_whole
+from governance.errors import CapsuleError, SourceError, UsageError
 
 if TYPE_CHECKING:
     from governance.core.overlap import Overlap
-
-
-@dataclass(frozen=True)
-class WholeFile:
-    source: Source
-    data: bytes
-    text: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.source.path,
-            "blob": self.source.blob_id,
-            "sha256": sha256_hex(self.data),
-            "text": self.text,
-        }
 
 
 @dataclass(frozen=True)
@@ -96,42 +82,6 @@ class Built:
         }
 
 
-def _read_whole(
-    snapshot: Snapshot,
-    path: str,
-    *,
-    hint: str = "",
-    policy: Policy | None = None,
-    max_bytes: int | None = None,
-) -> WholeFile:
-    try:
-        source = snapshot.source(path)
-    except SourceError as exc:
-        if hint and exc.code == SOURCE_MISSING:
-            exc.message = f"{exc.message}; {hint}"
-            exc.args = (exc.message,)
-        raise
-    if max_bytes is not None and snapshot.size(source) > max_bytes:
-        raise MalformedInput(
-            f"{path}: {snapshot.size(source):,} bytes {snapshot.where}, more than the "
-            f"{max_bytes:,} bytes it may have",
-            code="policy_malformed",
-            path=path,
-        )
-    if policy is not None:
-        # Refuse a file that alone breaks the hard limit before inflating it.
-        size = snapshot.size(source)
-        tokens = budget.estimate_tokens(size)
-        hard = budget.Limits(
-            policy.hard_limit_tokens, "policy", policy.hard_limit_tokens, policy.reserve_tokens
-        )
-        if not hard.fits(tokens):
-            budget.check(hard, tokens, [budget.Cost(path, size)], at_least=True)
-    snapshot.check_worktree(source)
-    data = snapshot.read(source)
-    return WholeFile(source=source, data=data, text=decode_source(data, locator=path))
-
-
 @contextmanager
 def _naming(path: str) -> Iterator[None]:
     # Schema violations carry their JSON path (``where``); add the file's, so
@@ -141,20 +91,6 @@ def _naming(path: str) -> Iterator[None]:
     except CapsuleError as exc:
         exc.details.setdefault("path", path)
         raise
-
-
-def _policy_json(policy_file: WholeFile, policy: Policy) -> dict[str, Any]:
-    return {
-        "path": POLICY_PATH,
-        "blob": policy_file.source.blob_id,
-        "sha256": sha256_hex(policy_file.data),
-        **policy.values(),
-    }
-
-
-def _parsed_policy(policy_file: WholeFile) -> tuple[Policy, canonical.Fragment]:
-    policy = parse_policy(policy_file.text, path=POLICY_PATH)
-    return policy, canonical.fragment(_policy_json(policy_file, policy))
 
 
 def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
@@ -235,7 +171,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
             path=packet_path,
         )
 
-    policy_file = _read_whole(
+    policy_file = read_whole(
         snapshot,
         POLICY_PATH,
         hint="every capsule is built under a committed policy",
@@ -244,9 +180,9 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     with _naming(POLICY_PATH):
         # The policy parsed, and its part of the capsule serialised, once a blob.
         policy, policy_fragment = snapshot.memo(
-            "policy", policy_file.source, lambda: _parsed_policy(policy_file)
+            "policy", policy_file.source, lambda: parsed_policy(policy_file)
         )
-    packet_file = _read_whole(snapshot, packet_path, policy=policy)
+    packet_file = read_whole(snapshot, packet_path, policy=policy)
     with _naming(packet_path):
         # The packet's id must match its folder: the parse depends on the path too.
         packet, packet_fragment = snapshot.memo(
@@ -262,7 +198,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
             check_packet_target(policy, packet.target_tokens, path=packet_path)
     context_file: WholeFile | None = None
     try:
-        context_file = _read_whole(snapshot, packet.context_path, policy=policy)
+        context_file = read_whole(snapshot, packet.context_path, policy=policy)
     except CapsuleError as exc:
         failures.add(exc)
 
@@ -382,7 +318,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
             "packet": packet_file.to_json(),
             "context": context.to_json(),
             "reads": [excerpt.to_json() for excerpt in reads],
-            "policy": _policy_json(policy_file, policy),
+            "policy": policy_json(policy_file, policy),
             # The one budget object: the fixpoint fills its numbers.
             "budget": numbers,
         }
