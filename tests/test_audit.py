@@ -469,17 +469,7 @@ def test_a_record_read_failure_names_the_commit_that_introduced_it(
         f"packets/P-1/capsules/link.json is a symbolic link at commit {linked[:12]}, "
         "not a record file"
     )
-    repo.git("config", "uploadpack.allowFilter", "true")
-    clone = tmp_path / "blobless"
-    git(
-        tmp_path,
-        "clone",
-        "-q",
-        "--filter=blob:none",
-        "--no-checkout",
-        f"file://{repo.path}",
-        str(clone),
-    )
+    clone = repo.partial_clone(tmp_path / "blobless", "blob:none")
     _, report = audit(cli, clone)
     blob = repo.git("rev-parse", f"{written}:packets/P-2/capsules/x.json")
     assert results(report)["packets/P-2/capsules/x.json"]["message"] == (
@@ -562,10 +552,7 @@ def test_progress_reaches_a_real_terminal(history: History) -> None:
 
 
 def test_partial_clone_without_the_record_blobs(cli, history: History, tmp_path) -> None:
-    history.repo.git("config", "uploadpack.allowFilter", "true")
-    clone = tmp_path / "blobless"
-    url = f"file://{history.repo.path}"
-    git(tmp_path, "clone", "-q", "--filter=blob:none", "--no-checkout", url, str(clone))
+    clone = history.repo.partial_clone(tmp_path / "blobless", "blob:none")
     code, report = audit(cli, clone)
     assert code == 1
     assert report["counts"]["records"] == 5
@@ -575,10 +562,7 @@ def test_partial_clone_without_the_record_blobs(cli, history: History, tmp_path)
 
 
 def test_treeless_clone_is_object_missing(cli, history: History, tmp_path) -> None:
-    history.repo.git("config", "uploadpack.allowFilter", "true")
-    clone = tmp_path / "treeless"
-    url = f"file://{history.repo.path}"
-    git(tmp_path, "clone", "-q", "--filter=tree:0", "--no-checkout", url, str(clone))
+    clone = history.repo.partial_clone(tmp_path / "treeless", "tree:0")
     code, report = audit(cli, clone)
     assert code == 3
     error = report["error"]

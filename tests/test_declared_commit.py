@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -107,15 +106,7 @@ def test_a_genuine_capsule_reports_its_commit_checked(cli, repo: Repo, tmp_path:
 
 
 def _treeless_clone(repo: Repo, where: Path) -> Path:
-    repo.git("config", "uploadpack.allowFilter", "true")
-    clone = where / "treeless"
-    subprocess.run(
-        ["git", "clone", "-q", "--no-checkout", "--filter=tree:0", f"file://{repo.path}",
-         str(clone)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return clone
+    return repo.partial_clone(where / "treeless", "tree:0")
 
 
 def test_replay_in_a_treeless_clone_is_object_missing(cli, repo: Repo, tmp_path: Path) -> None:

@@ -270,17 +270,7 @@ def test_records_sharing_sources_share_one_cache(cli, repo: Repo) -> None:
 
 def test_partial_clone_without_the_blobs(cli, repo: Repo, tmp_path) -> None:
     path = repo.path / record(cli, repo)
-    repo.git("config", "uploadpack.allowFilter", "true")
-    clone = tmp_path / "blobless"
-    git(
-        tmp_path,
-        "clone",
-        "-q",
-        "--filter=blob:none",
-        "--no-checkout",
-        f"file://{repo.path}",
-        str(clone),
-    )
+    clone = repo.partial_clone(tmp_path / "blobless", "blob:none")
     code, report = replay(cli, clone, path)
     assert code == 3
     assert report["error"]["code"] == "object_missing"

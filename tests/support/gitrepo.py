@@ -136,6 +136,17 @@ class Repo:
         )
         return done.stdout.strip()
 
+    def partial_clone(self, into: Path, object_filter: str) -> Path:
+        """A clone of this repository at ``into`` with ``--filter=object_filter``
+        (``blob:none``, ``tree:0``) and no checkout, as a CI runner might make."""
+        self.git("config", "uploadpack.allowFilter", "true")
+        subprocess.run(
+            ["git", "clone", "-q", f"--filter={object_filter}", "--no-checkout",
+             f"file://{self.path}", str(into)],
+            env=self.env, check=True, capture_output=True,
+        )  # fmt: skip
+        return into
+
     def write(self, rel: str, content: str | bytes) -> Path:
         target = self.path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
