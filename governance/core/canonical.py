@@ -116,19 +116,18 @@ def _write(value: Any, out: list[bytes]) -> None:
             out.append(written)
             _write_item(item, out)
             out.append(b",")
-        if value:
-            out[-1] = b"}"
-        else:
-            out.append(b"}")
+        close = b"}"
     else:
         out.append(b"[")
         for item in value:
             _write_item(item, out)
             out.append(b",")
-        if value:
-            out[-1] = b"]"
-        else:
-            out.append(b"]")
+        close = b"]"
+    # The last item's separator becomes the closing bracket.
+    if value:
+        out[-1] = close
+    else:
+        out.append(close)
 
 
 def _write_item(item: Any, out: list[bytes]) -> None:
