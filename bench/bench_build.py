@@ -24,10 +24,8 @@ one assertion is the refusal's exit code 4.
 from __future__ import annotations
 
 import argparse
-import compileall
 import contextlib
 import functools
-import importlib.util
 import json
 import math
 import os
@@ -46,6 +44,9 @@ from pathlib import Path
 # The tests' shared helpers (tests/support): the policy text, the packet helper
 # and the git environment exist once.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# Beside this script: every measured process runs from a regular install of this tree.
+import user_install
+
 from support.gitrepo import POLICY, Repo, git_env, packet_yaml
 
 # What the benchmark's packets say of themselves.
@@ -101,32 +102,11 @@ print(json.dumps(out))
 # --------------------------------------------------------------------------- processes
 
 
-# Set in some shells and CI images, never in a user's: without .pyc files every
-# run recompiles the package (15-19 ms a run that no user pays).
-BYTECODE_VARIABLES = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
-
-
 def clean_env() -> dict[str, str]:
     """The caller's environment without GIT_* variables (a hook's GIT_DIR must not
-    leak) and without the variables that stop Python from using its .pyc files."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("GIT_") and k not in BYTECODE_VARIABLES
-    }
-
-
-def compile_bytecode() -> str:
-    """Write the .pyc files of the package and its libraries, as pip does at
-    install time, so no measured run compiles anything."""
-    folders = []
-    for name in ("governance", "pygit2", "markdown_it", "mdurl", "yaml"):
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.submodule_search_locations:
-            folders.extend(spec.submodule_search_locations)
-    for folder in folders:
-        compileall.compile_dir(folder, quiet=1)
-    return f"compiled .pyc for {len(folders)} packages; PYTHONDONTWRITEBYTECODE unset"
+    leak), as the user install runs a process: without the variables that stop
+    Python from using its .pyc files, its console scripts first on PATH."""
+    return user_install.get().env({k: v for k, v in os.environ.items() if not k.startswith("GIT_")})
 
 
 @dataclass(frozen=True)
@@ -429,7 +409,7 @@ def importtime(argv: Sequence[str], *, cwd: Path, runs: int) -> list[Imported]:
     # ``a.b``), so entries are keyed by name and occurrence.
     seen: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
     for _ in range(runs):
-        err = measure([sys.executable, "-X", "importtime", *argv], cwd=cwd).stderr
+        err = measure([user_install.get().python, "-X", "importtime", *argv], cwd=cwd).stderr
         count: dict[str, int] = {}
         for line in err.splitlines():
             if not line.startswith("import time:") or "[us]" in line:
@@ -518,11 +498,13 @@ def find_peers(cwd: Path) -> dict[str, list[str]]:
     rounds: files-to-prompt (no hashing, no checks) and repomix (through npx,
     only if already installed: nothing is downloaded)."""
     peers: dict[str, list[str]] = {}
-    found = shutil.which(
-        "files-to-prompt",
-        path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    )
-    if found:
+    here = Path(sys.executable).parent
+    found = shutil.which("files-to-prompt", path=f"{here}{os.pathsep}{os.environ.get('PATH', '')}")
+    if found and Path(found).parent == here:
+        # Installed beside this script's interpreter: run its script with the user
+        # install's, which has the same libraries and no editable finder.
+        peers["files-to-prompt"] = [user_install.get().python, found]
+    elif found:
         peers["files-to-prompt"] = [found]
     npx = shutil.which("npx")
     if npx:
@@ -538,21 +520,10 @@ def find_peers(cwd: Path) -> dict[str, list[str]]:
     return peers
 
 
-def find_capsule() -> str:
-    name = "capsule.exe" if os.name == "nt" else "capsule"
-    beside = Path(sys.executable).parent / name
-    if beside.exists():
-        return str(beside)
-    found = shutil.which(name)
-    if found is None:
-        raise SystemExit("bench: no `capsule` console script; run with the project venv's python")
-    return found
-
-
-def machine_info(capsule: str) -> None:
+def machine_info(capsule: str, py: str) -> None:
     versions = output_of(
         [
-            sys.executable,
+            py,
             "-c",
             "import pygit2, yaml, jsonschema, markdown_it\n"
             "print(pygit2.__version__, pygit2.LIBGIT2_VERSION, yaml.__version__, "
@@ -602,11 +573,13 @@ def workspace(keep: str | None) -> Iterator[Path]:
     print(f"\nkept the generated repositories in {root}")
 
 
-def run(runs: int, root: Path) -> None:
-    capsule = find_capsule()
-    py = sys.executable
-    machine_info(capsule)
-    print(f"  bytecode     {compile_bytecode()}")
+def run(runs: int, root: Path, *, dev_venv: bool = False) -> None:
+    install = user_install.get()
+    capsule = install.script("capsule")
+    py = install.python
+    machine_info(capsule, py)
+    print(f"  install      {user_install.NOTE}")
+    print("  bytecode     .pyc compiled first (as pip does); PYTHONDONTWRITEBYTECODE unset")
 
     started = time.perf_counter()
     git, packets, corpus = make_docs_repo(root / "docs-repo")
@@ -666,6 +639,10 @@ def run(runs: int, root: Path) -> None:
         "verify": Row("capsule verify (8 reads)", target=f"<= {TARGET_BUILD_MS:.0f} ms median"),
         **{name: Row(f"peer: {name} (same 8 files, whole)") for name in peers},
     }
+    dev_capsule = str(Path(sys.executable).with_name("capsule"))
+    if dev_venv:
+        rows["startup_dev"] = Row("python -c pass, development venv")
+        rows["build_dev"] = Row("capsule build (8 reads), development venv")
     sizes: dict[str, int] = {}
     # One warm-up round (page cache, .pyc files), then interleaved measured rounds.
     for round_ in range(runs + 1):
@@ -690,6 +667,12 @@ def run(runs: int, root: Path) -> None:
             ),
             "verify": measure([capsule, "verify", str(capsule_file)], cwd=git.path),
         }
+        if dev_venv:
+            taken["startup_dev"] = measure([sys.executable, "-c", "pass"], cwd=git.path)
+            taken["build_dev"] = measure(
+                [dev_capsule, "build", packet.path, "--output", str(out / "dev.json")],
+                cwd=git.path,
+            )
         sources = [path for path in packet.blobs[3:]]
         for name, argv in peers.items():
             taken[name] = measure([*argv, *sources], cwd=git.path)
@@ -764,7 +747,17 @@ def run(runs: int, root: Path) -> None:
         "verify",
         "verify_warm",
     ]
+    if dev_venv:
+        order.insert(order.index("startup") + 1, "startup_dev")
+        order.insert(order.index("build") + 1, "build_dev")
     print_table([*(rows[k] for k in [*order, *peers]), baseline, refusal])
+    if dev_venv:
+        print(
+            "\nthe development venv (editable install) against the user install, same rounds: "
+            f"python -c pass {rows['startup_dev'].median:.1f} / {rows['startup'].median:.1f} ms, "
+            f"capsule build {rows['build_dev'].median:.1f} / {rows['build'].median:.1f} ms "
+            f"({rows['build_dev'].median - rows['build'].median:+.1f} ms)"
+        )
     print("\nratios, medians of the same interleaved rounds (capsule / other)")
     for name in ("startup", "catfile", *peers):
         for command in ("build", "verify"):
@@ -838,6 +831,12 @@ def main() -> None:
     parser.add_argument(
         "--keep", metavar="DIR", help="generate into DIR (new or empty) and keep it"
     )
+    parser.add_argument(
+        "--dev-venv",
+        action="store_true",
+        help="also time python -c pass and capsule build from the development venv running "
+        "this script (its editable finder included), in the same rounds",
+    )
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -847,7 +846,7 @@ def main() -> None:
         args.runs = 1
     started = time.perf_counter()
     with workspace(args.keep) as root:
-        run(args.runs, root)
+        run(args.runs, root, dev_venv=args.dev_venv)
     print(f"\nbenchmark took {time.perf_counter() - started:.1f} s")
 
 
