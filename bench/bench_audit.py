@@ -77,6 +77,9 @@ from governance.history.walk import find_records, limit_git_memory
 # The tests' shared helpers (tests/support): the policy text, the packet helper
 # and the git environment exist once.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# Beside this script: every measured process runs from a regular install of this tree.
+import user_install
+
 from support.gitrepo import POLICY, clean_environ, packet_yaml
 
 SEED = 20260301
@@ -222,6 +225,7 @@ def generate(path: Path, commits: int, every: int) -> None:
 
 def clean_env() -> dict[str, str]:
     env = {k: v for k, v in clean_environ().items() if not k.startswith("PYTHON")}
+    env = user_install.get().env(env)
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     env["LC_ALL"] = "C"
     return env
@@ -282,8 +286,7 @@ def floor_blobs(repo_path: Path, report: dict[str, Any]) -> list[str]:
 
 
 def capsule_command() -> list[str]:
-    script = Path(sys.executable).with_name("capsule")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "governance"]
+    return [user_install.get().script("capsule")]
 
 
 def median(runs: list[Run]) -> Run:
@@ -399,7 +402,7 @@ def teardown(path: Path) -> float:
     read, write = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-c", TEARDOWN_PROBE],
+            [user_install.get().python, "-c", TEARDOWN_PROBE],
             cwd=path,
             env={**clean_env(), "BENCH_TEARDOWN_FD": str(write)},
             stdout=subprocess.DEVNULL,
@@ -423,9 +426,10 @@ def process_costs(path: Path, runs: int) -> dict[str, float]:
     (``python -c pass``), importing what an audit imports (less that start),
     and a one-job audit's teardown (its return from main to its exit)."""
     started, imported, ended = [], [], []
+    python = user_install.get().python
     for _ in range(runs):
-        started.append(measure([sys.executable, "-c", "pass"], cwd=path).wall)
-        imported.append(measure([sys.executable, "-c", AUDIT_IMPORTS], cwd=path).wall)
+        started.append(measure([python, "-c", "pass"], cwd=path).wall)
+        imported.append(measure([python, "-c", AUDIT_IMPORTS], cwd=path).wall)
         ended.append(teardown(path))
     start = sorted(started)[(runs - 1) // 2]
     return {
@@ -523,6 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"(libgit2 {pygit2.LIBGIT2_VERSION}), {os.cpu_count()} cpus, "
         f"load {os.getloadavg()[0]:.2f}; medians of {runs} interleaved runs"
     )
+    print(user_install.NOTE)
     print(
         f"{'commits':>8} {'records':>8} {'blobs read':>10} {'MiB':>6} {'cat-file':>9} "
         f"{'audit -j1':>10} {'replays/s':>10} {'x floor':>8} {'audit -j2':>10} "

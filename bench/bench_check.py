@@ -25,6 +25,8 @@ from pathlib import Path
 
 # The tests' shared helpers (tests/support): the git environment exists once.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# Beside this script: every measured process runs from a regular install of this tree.
+import user_install
 from bench_hook import make_repo
 
 from support.gitrepo import Repo, git_env
@@ -33,11 +35,14 @@ TARGET_S = 1.5
 
 
 def check_all(repo: Path) -> float:
-    capsule = Path(sys.executable).with_name("capsule")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE",)}
+    install = user_install.get()
     start = time.perf_counter()
     done = subprocess.run(
-        [str(capsule), "check", "--all"], cwd=repo, env=env, capture_output=True, check=False
+        [install.script("capsule"), "check", "--all"],
+        cwd=repo,
+        env=install.env(),
+        capture_output=True,
+        check=False,
     )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
@@ -54,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.runs, args.packets = 1, [20]
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(user_install.NOTE)
     with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
         repos = {}
         for size in args.packets:
