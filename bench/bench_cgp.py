@@ -42,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_build  # noqa: E402
+import user_install  # noqa: E402 (every measured process runs from a regular install)
 from bench_build import make_docs_repo  # noqa: E402
 
 
@@ -55,8 +56,11 @@ def stats(label: str, samples: list[float]) -> None:
 
 class Provider:
     def __init__(self, repo: Path) -> None:
+        install = user_install.get()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "governance", "cgp", "--repo", str(repo)],
+            [install.python, "-m", "governance", "cgp", "--repo", str(repo)],
+            cwd=repo,
+            env=install.env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -101,6 +105,8 @@ def main() -> int:
         args.runs = 1
         bench_build.N_FILES = 20
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    print(user_install.NOTE)
+    python, env = user_install.get().python, user_install.get().env()
     with tempfile.TemporaryDirectory(prefix="bench-cgp-") as folder:
         root = Path(folder)
         git, packets, _ = make_docs_repo(root / "docs")
@@ -152,8 +158,9 @@ def main() -> int:
         key = root / "key"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
         done = subprocess.run(
-            [sys.executable, "-m", "governance", "build", packets[0].path, "--record", "--json"],
+            [python, "-m", "governance", "build", packets[0].path, "--record", "--json"],
             cwd=repo,
+            env=env,
             check=True,
             capture_output=True,
             text=True,
@@ -163,7 +170,9 @@ def main() -> int:
         for _ in range(args.runs):
             began = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "governance", "sign", str(record), "--key", str(key)],
+                [python, "-m", "governance", "sign", str(record), "--key", str(key)],
+                cwd=repo,
+                env=env,
                 check=True,
                 capture_output=True,
             )

@@ -39,6 +39,9 @@ from pathlib import Path
 # The tests' shared helpers (tests/support): the packet helper and the git
 # environment exist once.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# Beside this script: every measured process runs from a regular install of this tree.
+import user_install
+
 from support.gitrepo import Repo, git_env, packet_yaml
 
 SEED = 20260109
@@ -109,10 +112,11 @@ def make_repo(where: Path, limit: int, huge: int) -> Path:
 
 def measure(repo: Path, packet_id: str, pythonpath: str | None) -> tuple[int, float, float]:
     """(exit code, seconds, peak RSS in MB) of one build in its own process."""
-    env = dict(os.environ)
+    install = user_install.get()
+    env = install.env()
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    argv = [sys.executable, "-m", "governance", "build", f"packets/{packet_id}/packet.yml"]
+    argv = [install.python, "-m", "governance", "build", f"packets/{packet_id}/packet.yml"]
     start = time.perf_counter()
     proc = subprocess.Popen(
         argv, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -138,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.runs, args.limit, args.huge = 1, 256 << 10, 1 << 20
     print(f"load average at start: {os.getloadavg()}")
+    print(user_install.NOTE)
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep if args.keep is not None else Path(tmp)
         repo = make_repo(where, args.limit, args.huge)

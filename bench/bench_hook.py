@@ -29,6 +29,9 @@ from pathlib import Path
 # The tests' shared helpers (tests/support): the policy text, the packet helper
 # and the git environment exist once.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# Beside this script: every measured process runs from a regular install of this tree.
+import user_install
+
 from support.gitrepo import POLICY, Repo, git_env, packet_yaml
 
 OTHER_DOCS = 50
@@ -73,10 +76,15 @@ def make_repo(root: Path, total: int, affected: int) -> Path:
 
 
 def run_hook(repo: Path) -> float:
-    hook = Path(sys.executable).with_name("capsule-packets")
+    install = user_install.get()
     start = time.perf_counter()
     done = subprocess.run(
-        [str(hook), "docs/target.md"], cwd=repo, capture_output=True, text=True, check=False
+        [install.script("capsule-packets"), "docs/target.md"],
+        cwd=repo,
+        env=install.env(),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
@@ -85,11 +93,16 @@ def run_hook(repo: Path) -> float:
 
 
 def time_startup(runs: int) -> float:
-    hook = Path(sys.executable).with_name("capsule-packets")
+    install = user_install.get()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([str(hook), "--help"], capture_output=True, check=True)
+        subprocess.run(
+            [install.script("capsule-packets"), "--help"],
+            env=install.env(),
+            capture_output=True,
+            check=True,
+        )
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -110,6 +123,7 @@ def main() -> int:
     cases = [(total, affected) for affected in (0, 1, 10, 100) for total in (small, large)]
     cases = [(total, affected) for total, affected in cases if affected <= total]
     rows = []
+    print(user_install.NOTE)
     startup = time_startup(args.runs)
     print(f"interpreter start (capsule-packets --help): {startup * 1000:.1f} ms", flush=True)
     print(f"{'total':>6} {'affected':>9} {'median ms':>10}")

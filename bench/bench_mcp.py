@@ -44,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_build  # noqa: E402
+import user_install  # noqa: E402 (every measured process runs from a regular install)
 from bench_build import make_docs_repo  # noqa: E402
 
 GOAL_WARM_BUILD_MS = 50.0
@@ -88,6 +89,8 @@ def main() -> int:
         bench_build.N_FILES = 20
         args.runs = 1
     print(f"load average at start: {os.getloadavg()}")
+    print(user_install.NOTE)
+    install = user_install.get()
     with tempfile.TemporaryDirectory() as tmp:
         git, packets, total = make_docs_repo(Path(tmp) / "docs-repo")
         repo = str(git.path)
@@ -101,9 +104,10 @@ def main() -> int:
         stats("warm build, in-process client", anyio.run(in_process), GOAL_WARM_BUILD_MS)
 
         params = StdioServerParameters(
-            command=sys.executable,
+            command=install.python,
             args=["-m", "governance", "mcp", "--repo", repo],
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            env={"PATH": install.env()["PATH"]},
+            cwd=repo,
         )
 
         async def over_stdio() -> list[float]:
@@ -128,14 +132,17 @@ def main() -> int:
         for _ in range(max(3, args.runs // 3)):
             started = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-c", "import governance.agents.server"], check=True, cwd=repo
+                [install.python, "-c", "import governance.agents.server"],
+                check=True,
+                cwd=repo,
+                env=install.env(),
             )
             imports.append(time.perf_counter() - started)
         stats("python -c 'import governance.agents.server'", imports)
         floor = []
         for _ in range(max(3, args.runs // 3)):
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            subprocess.run([install.python, "-c", "pass"], check=True, env=install.env())
             floor.append(time.perf_counter() - started)
         stats("floor: python -c pass", floor)
     print(f"load average at end: {os.getloadavg()}")

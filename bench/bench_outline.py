@@ -28,6 +28,9 @@ from pathlib import Path
 from governance.core.headings import parse_headings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# Beside this script: every measured process runs from a regular install of this tree.
+import user_install
+
 from support.gitrepo import Repo
 
 TITLES = ["Summary", "Notes", "Alpha", "Beta", "GA", "Risks", "Test Plan", "Goals", "Upgrade"]
@@ -48,12 +51,13 @@ def document(keps: int) -> str:
 
 def outline(repo: Path) -> tuple[float, int, bytes]:
     """(seconds, peak RSS in KiB, stdout) of one ``capsule outline`` process."""
-    capsule = Path(sys.executable).with_name("capsule")
+    install = user_install.get()
     with tempfile.TemporaryFile() as sink:
         start = time.perf_counter()
         process = subprocess.Popen(
-            [str(capsule), "outline", "kep.md", "--json"],
+            [install.script("capsule"), "outline", "kep.md", "--json"],
             cwd=repo,
+            env=install.env(),
             stdout=sink,
             stderr=subprocess.DEVNULL,
         )
@@ -76,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         args.runs, args.keps = 1, [20]
 
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(user_install.NOTE)
     print(f"{'keps':>6} {'bytes':>11} {'headings':>9} {'bare':>7} {'qualified':>9} {'none':>5} "
           f"{'parse s':>8} {'outline s (min-max)':>22} {'peak MB':>8}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-outline-") as tmp:

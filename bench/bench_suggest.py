@@ -36,6 +36,9 @@ from pathlib import Path
 # The tests' shared helpers (tests/support): the policy text and the git
 # environment exist once.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# Beside this script: every measured process runs from a regular install of this tree.
+import user_install
+
 from support.gitrepo import POLICY, git_env
 
 SEED = 20261001
@@ -107,12 +110,13 @@ def make_repo(where: Path, n_files: int) -> Path:
 
 
 def measure(repo: Path, goal: str, pythonpath: str | None) -> tuple[float, float, float, dict]:
-    env = dict(os.environ)
+    install = user_install.get()
+    env = install.env()
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "governance", "suggest", goal, "--json"],
+        [install.python, "-m", "governance", "suggest", goal, "--json"],
         cwd=repo,
         env=env,
         stdout=subprocess.PIPE,
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.runs, sizes = 1, [20]
     print(f"load average at start: {os.getloadavg()}")
+    print(user_install.NOTE)
     print(f"{'files':>6} {'MB':>6} {'sections':>9} {'median s':>9} {'min s':>6} {'max s':>6} "
           f"{'cpu s':>6} {'peak MB':>8}  reads per goal")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
