@@ -170,6 +170,7 @@ NOT_A_RECORD = _code(
 IO_ERROR = _code("io_error", CapsuleError)
 GIT_ERROR = _code("git_error", CapsuleError)
 INTERNAL_ERROR = _code("internal_error", CapsuleError)
+REPLAY_WORKER_LOST = _code("replay_worker_lost", CapsuleError)
 
 # Authoring: capsule suggest and capsule new (exit 2).
 GOAL_EMPTY = _code("goal_empty", UsageError)

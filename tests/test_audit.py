@@ -6,12 +6,15 @@ import os
 import pty
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from governance.commands.audit import Progress
 from governance.history import pool
+from governance.history.audit import audit as audit_library
 from governance.history.record_rules import MAX_RECORD_BYTES
 from support.gitrepo import ROADMAP, Repo
 from support.history import (
@@ -255,6 +258,27 @@ def test_two_jobs_give_the_same_results_as_one(cli, history: History) -> None:
     assert one[1]["counts"]["drift"] == 1
     assert one[1]["counts"]["error"] == 1
     assert two[1]["jobs"] == 2
+
+
+def test_with_another_thread_alive_the_pool_spawns_and_agrees(cli, history: History) -> None:
+    # A fork copies only the thread that calls it: with another thread alive
+    # (a server calling the library), the workers are spawned instead.
+    repo = history.repo
+    path = repo.path / history.records[3]
+    path.write_bytes(forge_target(path.read_bytes()))
+    repo.commit("one drift")
+    serial = audit_library(pygit2.Repository(str(repo.path)), jobs=1)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        spawned = audit_library(pygit2.Repository(str(repo.path)), jobs=2)
+    finally:
+        stop.set()
+        thread.join()
+    assert spawned.rows == serial.rows
+    assert spawned.counts == serial.counts
+    assert serial.counts["drift"] == 1
 
 
 def test_a_copy_is_replayed_once_and_is_misplaced(cli, history: History) -> None:

@@ -142,6 +142,7 @@ AUDIT_NEVER = {
     "governance.core.reader",
     "governance.history.signatures",
     "governance.history.signed_audit",
+    "governance.history.forks",
     "difflib",
     "fractions",
     "decimal",

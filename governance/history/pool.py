@@ -85,15 +85,31 @@ def _replay_chunk(items: Sequence[Item]) -> list[BlobOutcome]:
     return [replayer.replay(item) for item in items]
 
 
+def _git_error(*args: object) -> pygit2.GitError:
+    return pygit2.GitError(*args)
+
+
+def _reduce_git_error(
+    error: pygit2.GitError,
+) -> tuple[Callable[..., pygit2.GitError], tuple[object, ...]]:
+    # pickle finds a class by its module, and pygit2's errors name one that
+    # cannot be imported (_pygit2): a child's GitError is sent back as its
+    # arguments, to be made again here, so it stays git's refusal (git_error).
+    return _git_error, error.args
+
+
 def _chunks(items: Sequence[Item], jobs: int) -> list[Sequence[Item]]:
-    # Contiguous chunks keep records that share sources on one worker (and in its
-    # cache); several chunks per worker keep the workers evenly busy.
-    size = max(1, min(64, len(items) // (jobs * 4)))
+    # Contiguous chunks keep records that share sources on one process (and in
+    # its cache); several chunks per process keep them evenly busy; and never
+    # more chunks than a fork pool holds.
+    from governance.history.forks import MAX_CHUNKS  # noqa: PLC0415 (only for --jobs above 1)
+
+    size = max(1, min(64, len(items) // (jobs * 4)), -(-len(items) // MAX_CHUNKS))
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 def pool_size(jobs: int, items: Sequence[Item]) -> int:
-    """Processes to start for ``jobs``: never more than there are chunks of work
+    """Processes to use for ``jobs``: never more than there are chunks of work
     (a fork that would get no chunk costs start-up and memory for nothing)."""
     return max(1, min(jobs, len(_chunks(items, jobs))))
 
@@ -115,28 +131,75 @@ def replay_items(
             if progress is not None:
                 progress(len(outcomes))
         return outcomes
+    chunks = _chunks(items, jobs)
+    done = 0
 
-    # Imported only for --jobs above 1: a one-job audit never loads the pool
-    # machinery.
+    def chunk_done(index: int) -> None:
+        nonlocal done
+        done += len(chunks[index])
+        if progress is not None:
+            progress(done)
+
+    from governance.history.forks import can_fork  # noqa: PLC0415 (only for --jobs above 1)
+
+    if can_fork():
+        return _forked(repo, chunks, pool_size(jobs, items), chunk_done)
+    return _spawned(repo, chunks, pool_size(jobs, items), chunk_done)
+
+
+def _forked(
+    repo: pygit2.Repository,
+    chunks: Sequence[Sequence[Item]],
+    jobs: int,
+    chunk_done: Callable[[int], None],
+) -> list[BlobOutcome]:
+    """The chunks on this process and ``jobs - 1`` forks of it. Each child
+    replays with a repository of its own, and starts with everything this
+    process has parsed: the trees of the walk (core.trees), and the blobs and
+    parses of the first chunk, replayed before any fork (the policy, most
+    packets), which every child would otherwise parse again."""
+    from governance.history.forks import fork_map  # noqa: PLC0415 (only for --jobs above 1)
+
+    current = [Replayer(repo)]
+    first = [current[0].replay(item) for item in chunks[0]]
+    chunk_done(0)
+
+    def start_child() -> None:
+        limit_git_memory()
+        current[0] = Replayer(pygit2.Repository(repo.path), current[0].cache)
+
+    rest = fork_map(
+        chunks[1:],
+        lambda chunk: [current[0].replay(item) for item in chunk],
+        jobs=jobs,
+        start_child=start_child,
+        progress=lambda index: chunk_done(index + 1),
+        reducers={pygit2.GitError: _reduce_git_error},
+    )
+    return first + [outcome for chunk in rest for outcome in chunk]
+
+
+def _spawned(
+    repo: pygit2.Repository,
+    chunks: Sequence[Sequence[Item]],
+    jobs: int,
+    chunk_done: Callable[[int], None],
+) -> list[BlobOutcome]:
+    """The chunks on ``jobs`` processes that each import governance afresh:
+    where this process cannot fork (no ``os.fork``, or other threads alive)."""
+    # Imported only here: an audit on Linux never loads the pool machinery.
     import multiprocessing  # noqa: PLC0415 (defers multiprocessing)
     from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: PLC0415 (defers concurrent.futures)
 
-    # fork: workers start at once, without importing anything again. Elsewhere
-    # spawn, which imports governance afresh in every worker.
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    chunks = _chunks(items, jobs)
     results: list[list[BlobOutcome]] = [[] for _ in chunks]
-    done = 0
     with ProcessPoolExecutor(
-        max_workers=pool_size(jobs, items),
-        mp_context=multiprocessing.get_context(method),
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("spawn"),
         initializer=_start_worker,
         initargs=(repo.path,),
     ) as pool:
         futures = {pool.submit(_replay_chunk, chunk): index for index, chunk in enumerate(chunks)}
         for future in as_completed(futures):
             results[futures[future]] = future.result()
-            done += len(results[futures[future]])
-            if progress is not None:
-                progress(done)
+            chunk_done(futures[future])
     return [outcome for chunk in results for outcome in chunk]

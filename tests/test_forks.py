@@ -1,0 +1,276 @@
+"""The fork pool: chunks shared by this process and forked children, every
+result back in order, and nothing lost or left behind when a child fails."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from governance.errors import CapsuleError, SourceError
+from governance.history import forks, pool
+from governance.history.forks import ChildTraceback, fork_map
+
+WAIT = 20.0  # seconds a rendezvous may take before the test says it hung
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def _wait_for(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def _assert_reaped(pid: int) -> None:
+    # Neither running nor a zombie: no process of that id is left to wait for.
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+class Meeting:
+    """A file each process appends its pid to on its first chunk, then waits
+    until ``count`` processes have: proof that that many took part."""
+
+    def __init__(self, folder: Path, count: int) -> None:
+        self.path = folder / "pids"
+        self.path.touch()
+        self.count = count
+        self.met: set[int] = set()
+
+    def pids(self) -> set[int]:
+        return {int(line) for line in self.path.read_text().split()}
+
+    def arrive(self) -> None:
+        if os.getpid() in self.met:
+            return
+        self.met.add(os.getpid())
+        with self.path.open("a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        _wait_for(lambda: len(self.pids()) >= self.count, f"{self.count} processes")
+
+
+@pytest.fixture(autouse=True)
+def no_threads() -> None:
+    # A fork copies only the calling thread; these tests fork the test process.
+    assert threading.active_count() == 1
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_every_process_works_and_results_come_back_in_chunk_order(
+    tmp_path: Path, jobs: int
+) -> None:
+    meeting = Meeting(tmp_path, jobs)
+
+    def work(chunk: list[int]) -> tuple[list[int], int]:
+        meeting.arrive()
+        return [n * n for n in chunk], os.getpid()
+
+    chunks = [list(range(start, start + 5)) for start in range(0, 60, 5)]
+    fds = _open_fds()
+    results = fork_map(chunks, work, jobs=jobs, start_child=lambda: None)
+    assert [squares for squares, _ in results] == [[n * n for n in c] for c in chunks]
+    workers = {pid for _, pid in results}
+    assert len(workers) == jobs
+    assert os.getpid() in workers  # this process replays too
+    assert meeting.pids() == workers
+    assert _open_fds() == fds  # every pipe and temporary file closed
+    for pid in workers - {os.getpid()}:
+        _assert_reaped(pid)
+
+
+def test_no_more_processes_than_chunks(tmp_path: Path) -> None:
+    meeting = Meeting(tmp_path, 2)
+
+    def work(chunk: int) -> int:
+        meeting.arrive()
+        return os.getpid()
+
+    started = tmp_path / "started"
+
+    def start() -> None:
+        with started.open("a") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+    assert len(fork_map([1, 2], work, jobs=8, start_child=start)) == 2
+    assert len(meeting.pids()) == 2
+    assert len(started.read_text().split()) == 1  # one child for two chunks, not seven
+
+
+def test_progress_is_told_each_chunk_once(tmp_path: Path) -> None:
+    meeting = Meeting(tmp_path, 2)
+    told: list[int] = []
+
+    def work(chunk: int) -> int:
+        meeting.arrive()
+        return chunk
+
+    assert fork_map(
+        list(range(40)), work, jobs=2, start_child=lambda: None, progress=told.append
+    ) == list(range(40))
+    assert sorted(told) == list(range(40))
+
+
+def test_start_child_runs_in_each_child_before_its_chunks(tmp_path: Path) -> None:
+    started: list[str] = ["parent"]
+    meeting = Meeting(tmp_path, 2)
+
+    def start() -> None:
+        started[0] = f"child {os.getpid()}"
+
+    def work(chunk: int) -> str:
+        meeting.arrive()
+        return started[0]
+
+    seen = set(fork_map(list(range(10)), work, jobs=2, start_child=start))
+    assert "parent" in seen
+    assert any(s.startswith("child ") for s in seen)
+    assert started == ["parent"]  # the child's change stays in the child
+
+
+def _raise_in_child(tmp_path: Path, error: BaseException) -> Callable[[int], int]:
+    parent = os.getpid()
+    marker = tmp_path / "raised"
+
+    def work(chunk: int) -> int:
+        if os.getpid() != parent:
+            marker.touch()
+            raise error
+        # The parent leaves chunks for the child until the child has failed.
+        _wait_for(marker.exists, "the child to fail")
+        return chunk
+
+    return work
+
+
+def test_an_error_raised_in_a_child_is_raised_again_with_its_traceback(tmp_path: Path) -> None:
+    error = SourceError("the child met this", code="source_missing", locator="docs/a.md")
+    with pytest.raises(SourceError) as raised:
+        fork_map(list(range(6)), _raise_in_child(tmp_path, error), jobs=2, start_child=lambda: None)
+    assert raised.value.code == "source_missing"
+    assert raised.value.details == {"locator": "docs/a.md"}
+    assert isinstance(raised.value.__cause__, ChildTraceback)
+    assert "the child met this" in str(raised.value.__cause__)
+
+
+def test_gits_error_in_a_child_stays_gits_error(tmp_path: Path) -> None:
+    # The serial audit reports git's refusal as git_error: so must a child's.
+    # pickle alone cannot send it (its class names the module _pygit2).
+    work = _raise_in_child(tmp_path, pygit2.GitError("object 0123 is corrupt"))
+    with pytest.raises(RuntimeError, match="a forked process failed"):
+        fork_map(list(range(6)), work, jobs=2, start_child=lambda: None)
+    work = _raise_in_child(tmp_path, pygit2.GitError("object 0123 is corrupt"))
+    (tmp_path / "raised").unlink()
+    with pytest.raises(pygit2.GitError, match="is corrupt"):
+        fork_map(
+            list(range(6)),
+            work,
+            jobs=2,
+            start_child=lambda: None,
+            reducers={pygit2.GitError: pool._reduce_git_error},
+        )
+
+
+class Unpicklable(Exception):
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise TypeError("not this one")
+
+
+def test_an_error_that_cannot_cross_is_a_bug_with_the_childs_traceback(tmp_path: Path) -> None:
+    work = _raise_in_child(tmp_path, Unpicklable("held a socket"))
+    with pytest.raises(
+        RuntimeError, match=r"(?s)a forked process failed.*Unpicklable: held a socket"
+    ):
+        fork_map(list(range(6)), work, jobs=2, start_child=lambda: None)
+
+
+def test_a_child_killed_loses_nothing_quietly(tmp_path: Path) -> None:
+    parent = os.getpid()
+    marker = tmp_path / "killed"
+
+    def work(chunk: int) -> int:
+        if os.getpid() != parent:
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        _wait_for(marker.exists, "the child to die")
+        return chunk
+
+    with pytest.raises(CapsuleError) as raised:
+        fork_map(list(range(6)), work, jobs=2, start_child=lambda: None)
+    assert raised.value.code == "replay_worker_lost"
+    assert "killed by signal 9" in raised.value.message
+    assert raised.value.details["chunks"] >= 1
+
+
+def test_a_child_failing_to_start_is_raised(tmp_path: Path) -> None:
+    marker = tmp_path / "failed"
+
+    def start() -> None:
+        marker.touch()
+        raise OSError(24, "Too many open files")
+
+    def work(chunk: int) -> int:
+        _wait_for(marker.exists, "the child to fail")
+        return chunk
+
+    with pytest.raises(OSError, match="Too many open files"):
+        fork_map(list(range(5)), work, jobs=2, start_child=start)
+
+
+def test_interrupted_parent_kills_and_reaps_its_children(tmp_path: Path) -> None:
+    parent = os.getpid()
+    pids = tmp_path / "children"
+
+    def start() -> None:
+        with pids.open("a") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+    def work(chunk: int) -> int:
+        if os.getpid() != parent:
+            time.sleep(WAIT)  # a child busy for good: only a kill ends it
+            return chunk
+        _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2, "two children")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fork_map(list(range(30)), work, jobs=3, start_child=start)
+    for pid in map(int, pids.read_text().split()):
+        _assert_reaped(pid)
+
+
+def test_more_chunks_than_the_pipes_hold_are_refused() -> None:
+    with pytest.raises(ValueError, match="more than 8192"):
+        fork_map(list(range(forks.MAX_CHUNKS + 1)), lambda c: c, jobs=2, start_child=lambda: None)
+
+
+def test_the_pool_never_makes_more_chunks_than_a_fork_pool_holds() -> None:
+    items = list(range(600_000))
+    for jobs in (2, 8, 256):
+        chunks = pool._chunks(items, jobs)  # type: ignore[arg-type]
+        assert len(chunks) <= forks.MAX_CHUNKS
+        assert [n for chunk in chunks for n in chunk] == items
+
+
+def test_can_fork_is_false_while_another_thread_runs() -> None:
+    assert forks.can_fork()
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not forks.can_fork()
+    finally:
+        stop.set()
+        thread.join()
+    assert forks.can_fork()
