@@ -95,5 +95,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     code = run_guarded("capsule", run, lambda: as_json[0])
     if argv is None:
-        end_process()
+        code = end_process("capsule", code)
     return code

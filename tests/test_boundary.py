@@ -5,8 +5,6 @@ nor exits, and no command imports the CLI back."""
 from __future__ import annotations
 
 import ast
-import gc
-import json
 import os
 import re
 import subprocess
@@ -200,60 +198,3 @@ def test_commands_print_lines_only_through_output() -> None:
         if what == "print"
     ]
     assert found == [], "\n".join(found)
-
-
-# A command started as a process (main() with no arguments, as the console
-# scripts call it), with an atexit callback of its own that reports, after main
-# has returned, whether the objects were left to the exit.
-AS_A_PROCESS = r"""
-import atexit, gc, sys
-atexit.register(lambda: sys.stderr.write(f"atexit ran, frozen={gc.get_freeze_count() > 0}\n"))
-entry, *sys.argv[1:] = sys.argv[1:]
-if entry == "capsule":
-    from governance.cli import main
-else:
-    main = __import__(f"capsule_hooks.{entry}", fromlist=["main"]).main
-sys.exit(main())
-"""
-
-
-def _as_a_process(entry: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", AS_A_PROCESS, entry, *argv],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
-def test_a_command_process_leaves_its_objects_to_the_exit_and_loses_no_output(
-    cli, repo: Repo
-) -> None:
-    # Shutdown's collector passes over every imported object cost an audit 15 ms:
-    # the objects are frozen, and the atexit work and every byte of output still happen.
-    assert cli(["build", "packets/P-1/packet.yml", "--record"], cwd=repo.path).code == 0
-    repo.commit("record P-1")
-    done = _as_a_process("capsule", ["audit", "--json"], repo.path)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert (report["ok"], report["counts"]["identical"]) == (True, 1)
-    assert done.stderr.splitlines()[-1] == "atexit ran, frozen=True"
-    assert "audited 1 record version" in done.stderr
-
-
-def test_a_hook_process_leaves_its_objects_to_the_exit_and_loses_no_output(repo: Repo) -> None:
-    repo.write("packets/P-1/packet.yml", packet_yaml("P-1", ["docs/gone.md"]))
-    repo.git("add", "-A")
-    done = _as_a_process("packets", [], repo.path)
-    assert done.returncode == 3, done.stderr
-    assert done.stdout.startswith("packets/P-1/packet.yml: docs/gone.md: source_missing")
-    assert done.stderr.splitlines()[-1] == "atexit ran, frozen=True"
-
-
-def test_main_called_with_arguments_leaves_the_callers_collector_alone(cli, repo: Repo) -> None:
-    # Tests (and any caller that goes on) call main(argv): nothing of theirs is frozen.
-    before = gc.get_freeze_count()
-    assert cli(["build", "packets/P-1/packet.yml"], cwd=repo.path).code == 0
-    assert packets.main([]) == 0
-    assert gc.get_freeze_count() == before

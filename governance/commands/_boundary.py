@@ -5,6 +5,7 @@ and what a command started as a process does once it has that code."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
@@ -67,20 +68,66 @@ def run_guarded(prog: str, body: Callable[[], int], as_json: Callable[[], bool])
         return EXIT_BROKEN_PIPE
 
 
-def end_process() -> None:
+def end_process(prog: str, code: int) -> int:
     """What ``capsule`` and each hook do once, started as a process, they have
-    their exit code and print nothing more: leave the objects they made to the
-    operating system, as the exit leaves it their memory.
+    their exit ``code``: leave at once, without the interpreter's teardown.
 
-    The interpreter's shutdown still runs in full (threads joined, ``atexit``
-    callbacks, stdout and stderr flushed, every module cleared, each object
-    freed as its last reference goes), but its cyclic collector passes over
-    every object of every imported module, several times: some 15 ms of an
-    audit's process (bench/bench_audit.py prints the teardown). Frozen, the
-    objects alive now are skipped by those passes; an object that only a
-    reference cycle holds is then never freed, so its finaliser does not run,
-    which Python does not promise at exit anyway. Nothing in governance has a
-    finaliser, and every file a command writes is closed before it returns.
-    Never called in a process that goes on (tests call ``main(argv)``).
-    """
-    gc.freeze()
+    That teardown clears every module and frees every object one by one (an
+    audit holds a memo of parsed trees, caches, libgit2's own): some 10 ms of
+    an audit's process that change nothing outside it (bench/bench_audit.py
+    prints the teardown). What of it matters is done here, in its order: the
+    ``atexit`` callbacks run, then stdout and stderr are flushed, and the
+    process ends with ``os._exit``. Every file a command writes is closed
+    before it returns, and nothing in governance has a finaliser, so nothing
+    is lost with the objects.
+
+    A flush that fails is reported like a write that fails while the command
+    runs: into a closed pipe, quietly, exit 141; any other error (a full disk)
+    as ``prog: error [io_error]: ...`` on stderr, exit 2, never a silent 0.
+
+    A thread that is not a daemon and still runs (none of ours outlives its
+    command; the MCP SDK's worker threads may) would be killed mid-work:
+    then nothing is skipped and ``code`` is returned, for the interpreter's
+    shutdown to join it first, as it always does; its objects are frozen, so
+    that shutdown's collector does not walk them. Never called in a process
+    that goes on (tests call ``main(argv)``)."""
+    if _running_threads():
+        gc.freeze()
+        return code
+    atexit._run_exitfuncs()
+    code = _flush(prog, code)
+    os._exit(code)
+
+
+def _running_threads() -> bool:
+    """Whether a thread that is not a daemon, other than this one, still runs:
+    one the interpreter's shutdown would join (only ``threading`` makes such
+    threads, so without it loaded there is none)."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return False
+    main = threading.main_thread()
+    return any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate())
+
+
+def _flush(prog: str, code: int) -> int:
+    """Flush stdout, then stderr, and return the exit code once they are:
+    ``code``, or what a failed stdout flush makes it."""
+    stdout, stderr = sys.stdout, sys.stderr
+    if stdout is not None and not stdout.closed:
+        try:
+            stdout.flush()
+        except BrokenPipeError:
+            code = EXIT_BROKEN_PIPE
+        except OSError as exc:
+            reported = coded(exc)
+            assert reported is not None  # an OSError always has a code
+            code = reported.exit_code
+            if stderr is not None and not stderr.closed:
+                with contextlib.suppress(OSError):
+                    stderr.write(error_line(prog, reported) + "\n")
+    if stderr is not None and not stderr.closed:
+        # Nowhere is left to say that stderr failed.
+        with contextlib.suppress(OSError):
+            stderr.flush()
+    return code

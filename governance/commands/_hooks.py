@@ -51,7 +51,7 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
 
     code = run_guarded(name, body, lambda: False)
     if argv is None:
-        end_process()
+        code = end_process(name, code)
     return code
 
 
