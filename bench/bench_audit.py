@@ -34,7 +34,7 @@ asserted about time: this script only prints. At the smallest size it also
 times each stage in process (the walk, the replays, judging the rows), splits
 a replay's time under the profiler (rebuild, headings, YAML, canonical JSON),
 splits what is left of the process (the interpreter's start, the imports, the
-teardown from main's return to exit), says what libgit2's check of each
+teardown from its exit code to its exit), says what libgit2's check of each
 object's hash costs the walk and the replays (the floor and ``git log`` check
 none), and sets the walk against ``git log --raw -- packets``. ``--smoke`` is the smallest
 setting (10 records, a history of 20 commits, one run each) for a quick check
@@ -381,16 +381,24 @@ def stage_costs(path: Path) -> dict[str, float]:
 
 
 # `capsule audit --json --jobs 1` as the console script runs it, which, once
-# main has returned, writes the time to the pipe it is given: from then to its
-# exit is the interpreter's teardown (CLOCK_MONOTONIC is one clock for every
-# process of the machine).
+# it has its exit code (main hands it to end_process, which may end the
+# process there), writes the time to the pipe it is given: from then to its
+# exit is the teardown (CLOCK_MONOTONIC is one clock for every process of the
+# machine).
 TEARDOWN_PROBE = """
 import os, sys, time
-from governance.cli import main
+import governance.cli as cli
+end_process = cli.end_process
+
+
+def timed(*args):
+    os.write(int(os.environ["BENCH_TEARDOWN_FD"]), repr(time.monotonic()).encode())
+    return end_process(*args)
+
+
+cli.end_process = timed
 sys.argv[1:] = ["audit", "--json", "--jobs", "1"]
-code = main()
-os.write(int(os.environ["BENCH_TEARDOWN_FD"]), repr(time.monotonic()).encode())
-sys.exit(code)
+sys.exit(cli.main())
 """
 # What an audit process imports before its walk (the rest, pygit2 and PyYAML
 # among them, comes with these).
@@ -398,7 +406,7 @@ AUDIT_IMPORTS = "import governance.cli, governance.commands.audit, governance.hi
 
 
 def teardown(path: Path) -> float:
-    """Seconds from a one-job audit's return from main to its exit."""
+    """Seconds from a one-job audit's exit code to its exit."""
     read, write = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -424,7 +432,7 @@ def teardown(path: Path) -> float:
 def process_costs(path: Path, runs: int) -> dict[str, float]:
     """Medians of interleaved rounds, in seconds: an empty interpreter's start
     (``python -c pass``), importing what an audit imports (less that start),
-    and a one-job audit's teardown (its return from main to its exit)."""
+    and a one-job audit's teardown (from its exit code to its exit)."""
     started, imported, ended = [], [], []
     python = user_install.get().python
     for _ in range(runs):
@@ -579,7 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{(first['audits'][1].wall - staged) * 1000:.0f} ms, of which the interpreter's start "
         f"{fixed['start'] * 1000:.0f} ms (python -c pass), the imports "
         f"{fixed['imports'] * 1000:.0f} ms, the teardown {fixed['teardown'] * 1000:.1f} ms "
-        "(main's return to exit)"
+        "(from its exit code to its exit)"
     )
     print(
         f"  libgit2's check of each object's hash as it is read (cat-file and git log check "
