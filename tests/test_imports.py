@@ -155,10 +155,14 @@ AUDIT_NEVER = {
 AUDIT_PACKAGES = {"governance.core", "governance.history", "governance.commands"}
 
 
-def test_audit_imports_none_of_the_paths_a_clean_audit_never_takes(cli, repo: Repo) -> None:
+@pytest.mark.parametrize("jobs", [["--jobs", "1"], []])
+def test_audit_imports_none_of_the_paths_a_clean_audit_never_takes(
+    cli, repo: Repo, jobs: list[str]
+) -> None:
+    # The default, auto, replays one record blob in this process too.
     assert cli(["build", "packets/P-1/packet.yml", "--record"], cwd=repo.path).code == 0
     repo.commit("record P-1")
-    report = _run("capsule", ["audit", "--json", "--jobs", "1"], repo.path)
+    report = _run("capsule", ["audit", "--json", *jobs], repo.path)
     assert report["code"] == 0
     modules = set(report["modules"])
     third_party, commands = _sorted_out(modules)

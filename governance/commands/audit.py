@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 from governance.commands._args import add_command, add_json_flag
 from governance.core.words import plural
 from governance.errors import UsageError
+from governance.history.cpus import AUTO_ITEMS_PER_PROCESS
 from governance.history.records import RECORDS_GLOB
 from governance.output import err, out, print_json, printable
 
@@ -57,13 +58,17 @@ errors carry a stable code; with --json they are printed on stdout as
 MAX_JOBS = 256
 
 
-def _jobs(text: str) -> int:
+def _jobs(text: str) -> int | None:
+    if text == "auto":
+        return None
     try:
         value = int(text)
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to {MAX_JOBS}")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither auto nor a whole number from 1 to {MAX_JOBS}"
+        )
     return value
 
 
@@ -109,10 +114,12 @@ def register(sub: Any) -> None:
         "-j",
         metavar="N",
         type=_jobs,
-        default=1,
+        default=None,
         help=(
-            f"replay on up to N processes of this machine (default 1, at most {MAX_JOBS}; "
-            "never more than there are chunks of work)"
+            f"replay on up to N processes of this machine (1 to {MAX_JOBS}; never more than "
+            "there are chunks of work), or auto (the default): one per CPU this process may "
+            f"use, within its cgroup's CPU quota, for every {AUTO_ITEMS_PER_PROCESS} distinct "
+            "record blobs; --json says how many ran"
         ),
     )
     parser.add_argument(

@@ -18,7 +18,15 @@ import pygit2
 
 from governance.errors import WAIVER_UNUSED
 from governance.history.globs import PathGlobs
-from governance.history.pool import Item, regular, replay_items, shard, work_items
+from governance.history.pool import (
+    Item,
+    auto_jobs,
+    processes,
+    regular,
+    replay_items,
+    shard,
+    work_items,
+)
 from governance.history.ranges import Range, parse_range
 from governance.history.reachability import introduced_by
 from governance.history.record_rules import (
@@ -179,7 +187,7 @@ class AuditReport:
     paths: tuple[str, ...]
     shard: tuple[int, int]
     blobs_in_range: int  # distinct record blobs of all shards together
-    jobs: int
+    jobs: int  # the processes the replays ran on
     commits: int
     blobs: int  # distinct record blobs of this shard
     rows: tuple[Row, ...]
@@ -229,13 +237,15 @@ def audit(
     spec: str | None = None,
     *,
     paths: Sequence[str] = (RECORDS_GLOB,),
-    jobs: int = 1,
+    jobs: int | None = 1,
     shard_of: tuple[int, int] = (1, 1),
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditReport:
     """Audit the records of ``spec`` (``REV`` or ``A..B``; default ``HEAD``) at
     ``paths`` (globs): each distinct record blob of shard ``shard_of`` (I, N)
-    judged once, on ``jobs`` processes. ``progress(done, total)`` is called as
+    judged once, on ``jobs`` processes (None: as many as the CPUs this process
+    may use, where each has a full share of work; the report says how many
+    ran). ``progress(done, total)`` is called as
     blobs are judged. Raises ``invalid_revision``, ``invalid_range``,
     ``invalid_glob`` (exit 2) and ``object_missing`` when history cannot be walked.
 
@@ -256,6 +266,10 @@ def audit(
         if progress is not None:
             progress(n, len(items))
 
+    if jobs is None:
+        from governance.history.cpus import usable_cpus  # noqa: PLC0415 (only for auto)
+
+        jobs = auto_jobs(items, usable_cpus())
     done(0)
     outcomes = replay_items(repo, items, jobs=jobs, progress=done)
     table = [waive(row, waivers) for row in rows(repo, found.versions, items, outcomes)]
@@ -265,7 +279,7 @@ def audit(
         tuple(globs.patterns),
         (index, count),
         len(everything),
-        jobs,
+        processes(jobs, items),
         found.commits,
         len(items),
         tuple(table),

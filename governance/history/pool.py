@@ -10,6 +10,7 @@ import pygit2
 
 from governance.core.cache import BlobCache
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Source, commit_where
+from governance.history.cpus import AUTO_ITEMS_PER_PROCESS
 from governance.history.record_rules import BlobOutcome, judge_blob, read_record_blob
 from governance.history.walk import Version, limit_git_memory
 
@@ -112,6 +113,17 @@ def pool_size(jobs: int, items: Sequence[Item]) -> int:
     """Processes to use for ``jobs``: never more than there are chunks of work
     (a fork that would get no chunk costs start-up and memory for nothing)."""
     return max(1, min(jobs, len(_chunks(items, jobs))))
+
+
+def auto_jobs(items: Sequence[Item], cpus: int) -> int:
+    """The processes ``--jobs auto`` replays ``items`` on: one per ``cpus``, as
+    long as each has a full share of work; one when there is little."""
+    return max(1, min(cpus, len(items) // AUTO_ITEMS_PER_PROCESS))
+
+
+def processes(jobs: int, items: Sequence[Item]) -> int:
+    """How many processes ``replay_items`` runs ``items`` on for ``jobs``."""
+    return 1 if jobs <= 1 or len(items) <= 1 else pool_size(jobs, items)
 
 
 def replay_items(
