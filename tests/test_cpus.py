@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from governance.history import pool
-from governance.history.cpus import AUTO_ITEMS_PER_PROCESS, cgroup_quota, usable_cpus
+from governance.history.cpus import (
+    AUTO_ITEMS_PER_PROCESS,
+    AUTO_MAX_PROCESSES,
+    cgroup_quota,
+    usable_cpus,
+)
 from support.gitrepo import Repo
 from support.history import History, audit, make_history
 
@@ -120,7 +125,8 @@ def test_usable_cpus_follows_the_processs_affinity() -> None:
 def test_auto_starts_a_process_per_full_share_of_work() -> None:
     items = [pool.Item(f"{n:040x}", True, ()) for n in range(1000)]
     assert pool.auto_jobs(items, 2) == 2
-    assert pool.auto_jobs(items, 64) == 1000 // AUTO_ITEMS_PER_PROCESS
+    assert pool.auto_jobs(items[:300], 64) == 300 // AUTO_ITEMS_PER_PROCESS
+    assert pool.auto_jobs(items * 10, 64) == AUTO_MAX_PROCESSES  # caches of its own, each
     assert pool.auto_jobs(items[: AUTO_ITEMS_PER_PROCESS * 2 - 1], 8) == 1
     assert pool.auto_jobs(items[:10], 8) == 1
     assert pool.auto_jobs([], 8) == 1

@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 from governance.commands._args import add_command, add_json_flag
 from governance.core.words import plural
 from governance.errors import UsageError
-from governance.history.cpus import AUTO_ITEMS_PER_PROCESS
+from governance.history.cpus import AUTO_ITEMS_PER_PROCESS, AUTO_MAX_PROCESSES
 from governance.history.records import RECORDS_GLOB
 from governance.output import err, out, print_json, printable
 
@@ -119,7 +119,7 @@ def register(sub: Any) -> None:
             f"replay on up to N processes of this machine (1 to {MAX_JOBS}; never more than "
             "there are chunks of work), or auto (the default): one per CPU this process may "
             f"use, within its cgroup's CPU quota, for every {AUTO_ITEMS_PER_PROCESS} distinct "
-            "record blobs; --json says how many ran"
+            f"record blobs, at most {AUTO_MAX_PROCESSES}; --json says how many ran"
         ),
     )
     parser.add_argument(

@@ -18,6 +18,10 @@ from pathlib import Path
 # What one more process must have to do before auto starts it: a fork costs a
 # few milliseconds, a replay about half of one.
 AUTO_ITEMS_PER_PROCESS = 64
+# And never more processes than this by itself: each holds caches of its own
+# (blobs, parses, libgit2's objects: some tens of MiB), and past a few the
+# serial walk bounds the gain. More is the user's call (--jobs N).
+AUTO_MAX_PROCESSES = 8
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 OWN_CGROUPS = Path("/proc/self/cgroup")

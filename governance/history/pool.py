@@ -10,7 +10,7 @@ import pygit2
 
 from governance.core.cache import BlobCache
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Source, commit_where
-from governance.history.cpus import AUTO_ITEMS_PER_PROCESS
+from governance.history.cpus import AUTO_ITEMS_PER_PROCESS, AUTO_MAX_PROCESSES
 from governance.history.record_rules import BlobOutcome, judge_blob, read_record_blob
 from governance.history.walk import Version, limit_git_memory
 
@@ -117,8 +117,9 @@ def pool_size(jobs: int, items: Sequence[Item]) -> int:
 
 def auto_jobs(items: Sequence[Item], cpus: int) -> int:
     """The processes ``--jobs auto`` replays ``items`` on: one per ``cpus``, as
-    long as each has a full share of work; one when there is little."""
-    return max(1, min(cpus, len(items) // AUTO_ITEMS_PER_PROCESS))
+    long as each has a full share of work, and no more than
+    ``AUTO_MAX_PROCESSES``; one when there is little."""
+    return max(1, min(cpus, AUTO_MAX_PROCESSES, len(items) // AUTO_ITEMS_PER_PROCESS))
 
 
 def processes(jobs: int, items: Sequence[Item]) -> int:
