@@ -274,3 +274,42 @@ def test_can_fork_is_false_while_another_thread_runs() -> None:
         stop.set()
         thread.join()
     assert forks.can_fork()
+
+
+def test_a_caller_that_ignores_sigchld_still_gets_every_result(tmp_path: Path) -> None:
+    # Some servers ignore SIGCHLD: the kernel then reaps children itself, and
+    # waitpid finds no status to give. The results came back all the same.
+    meeting = Meeting(tmp_path, 2)
+
+    def work(chunk: int) -> int:
+        meeting.arrive()
+        return chunk * 2
+
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert fork_map(list(range(10)), work, jobs=2, start_child=lambda: None) == [
+            n * 2 for n in range(10)
+        ]
+    finally:
+        signal.signal(signal.SIGCHLD, old)
+
+
+def test_a_child_killed_while_sigchld_is_ignored_is_still_lost(tmp_path: Path) -> None:
+    parent = os.getpid()
+    marker = tmp_path / "killed"
+
+    def work(chunk: int) -> int:
+        if os.getpid() != parent:
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        _wait_for(marker.exists, "the child to die")
+        return chunk
+
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        with pytest.raises(CapsuleError) as raised:
+            fork_map(list(range(6)), work, jobs=2, start_child=lambda: None)
+    finally:
+        signal.signal(signal.SIGCHLD, old)
+    assert raised.value.code == "replay_worker_lost"
+    assert "left early" in raised.value.message

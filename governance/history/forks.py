@@ -208,14 +208,17 @@ def _collect(
             message = pickle.load(out)
         except (EOFError, pickle.UnpicklingError):
             message = None
-        code = os.waitstatus_to_exitcode(statuses[pid])
+        # No status where something else reaped the child (SIGCHLD ignored, a
+        # caller's own waitpid): then its results alone say how it ended.
+        status = statuses.get(pid)
+        code = None if status is None else os.waitstatus_to_exitcode(status)
         if isinstance(message, tuple) and message[0] == _RAISED:
             raise message[1] from ChildTraceback(message[2])
         if isinstance(message, tuple) and message[0] == _BUG:
             raise RuntimeError(f"a forked process failed:\n{message[1]}")
-        if isinstance(message, tuple) and message[0] == _RESULTS and code == 0:
+        if isinstance(message, tuple) and message[0] == _RESULTS and code in (0, None):
             results.update(message[1])
-        elif lost is None:
+        elif lost is None and code is not None:
             lost = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
     missing = count - len(results)
     if missing:
