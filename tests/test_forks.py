@@ -3,6 +3,7 @@ result back in order, and nothing lost or left behind when a child fails."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -313,3 +314,26 @@ def test_a_child_killed_while_sigchld_is_ignored_is_still_lost(tmp_path: Path) -
         signal.signal(signal.SIGCHLD, old)
     assert raised.value.code == "replay_worker_lost"
     assert "left early" in raised.value.message
+
+
+def test_a_callers_frozen_objects_stay_frozen(tmp_path: Path) -> None:
+    # A server may freeze what it set up (gc.freeze) before forking workers of
+    # its own: an audit in it must not unfreeze them.
+    meeting = Meeting(tmp_path, 2)
+
+    def work(chunk: int) -> int:
+        meeting.arrive()
+        return chunk
+
+    assert gc.get_freeze_count() == 0
+    fork_map(list(range(4)), work, jobs=2, start_child=lambda: None)
+    assert gc.get_freeze_count() == 0  # nothing left frozen of its own
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        meeting.path.write_text("")
+        meeting.met.clear()
+        fork_map(list(range(4)), work, jobs=2, start_child=lambda: None)
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()

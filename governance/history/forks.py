@@ -167,7 +167,10 @@ def fork_map(
         try:
             # Frozen, the objects the children share with this process are left
             # alone by their collectors (which would otherwise copy every page).
-            gc.freeze()
+            # Not where the caller froze objects of its own: unfreeze would thaw them.
+            freeze = gc.get_freeze_count() == 0
+            if freeze:
+                gc.freeze()
             try:
                 for _ in range(min(jobs, len(chunks)) - 1):
                     out = closing.enter_context(tempfile.TemporaryFile())
@@ -178,7 +181,8 @@ def fork_map(
                         _child(child, start_child, chunks, work)
                     outs[pid] = out
             finally:
-                gc.unfreeze()
+                if freeze:
+                    gc.unfreeze()
                 os.close(done_write)
             while (index := _take(queue)) is not None:
                 own[index] = work(chunks[index])
