@@ -260,6 +260,39 @@ def test_two_jobs_give_the_same_results_as_one(cli, history: History) -> None:
     assert two[1]["jobs"] == 2
 
 
+# Where each forked process of this test process writes its pid, while a test
+# names a file here (os.register_at_fork has no way to unregister).
+FORKS: list[Path] = []
+
+
+def _note_fork() -> None:
+    if FORKS:
+        with FORKS[0].open("a") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+@pytest.mark.parametrize("jobs", ["2", "5", "256"])
+def test_the_jobs_reported_are_the_processes_that_replayed(
+    cli, history: History, tmp_path: Path, jobs: str
+) -> None:
+    # Five record blobs: five chunks of one. On --jobs 5 or more each process
+    # has one; on 2 the audit's process replays the first chunk, then forks.
+    forks = tmp_path / "forks"
+    forks.touch()
+    FORKS.append(forks)
+    try:
+        code, report = audit(cli, history.repo, "--jobs", jobs)
+    finally:
+        FORKS.clear()
+    assert code == 0
+    assert report["counts"]["blobs"] == 5
+    assert report["jobs"] == min(int(jobs), 5)
+    assert len(forks.read_text().split()) == report["jobs"] - 1
+
+
 def test_with_another_thread_alive_the_pool_spawns_and_agrees(cli, history: History) -> None:
     # A fork copies only the thread that calls it: with another thread alive
     # (a server calling the library), the workers are spawned instead.

@@ -170,23 +170,27 @@ def _forked(
     replays with a repository of its own, and starts with everything this
     process has parsed: the trees of the walk (core.trees), and the blobs and
     parses of the first chunk, replayed before any fork (the policy, most
-    packets), which every child would otherwise parse again."""
+    packets), which every child would otherwise parse again. Only where there
+    are more chunks than processes: with a chunk each, it would leave one of
+    the ``jobs`` without a chunk."""
     from governance.history.forks import fork_map  # noqa: PLC0415 (only for --jobs above 1)
 
     current = [Replayer(repo)]
-    first = [current[0].replay(item) for item in chunks[0]]
-    chunk_done(0)
+    warm = 1 if len(chunks) > jobs else 0
+    first = [current[0].replay(item) for chunk in chunks[:warm] for item in chunk]
+    if warm:
+        chunk_done(0)
 
     def start_child() -> None:
         limit_git_memory()
         current[0] = Replayer(pygit2.Repository(repo.path), current[0].cache)
 
     rest = fork_map(
-        chunks[1:],
+        chunks[warm:],
         lambda chunk: [current[0].replay(item) for item in chunk],
         jobs=jobs,
         start_child=start_child,
-        progress=lambda index: chunk_done(index + 1),
+        progress=lambda index: chunk_done(index + warm),
         reducers={pygit2.GitError: _reduce_git_error},
     )
     return first + [outcome for chunk in rest for outcome in chunk]
