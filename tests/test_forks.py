@@ -6,10 +6,13 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pygit2
 import pytest
@@ -337,3 +340,38 @@ def test_a_callers_frozen_objects_stay_frozen(tmp_path: Path) -> None:
         assert gc.get_freeze_count() >= frozen
     finally:
         gc.unfreeze()
+
+
+def test_a_child_interrupted_before_its_work_begins_never_returns_to_the_caller(
+    tmp_path: Path,
+) -> None:
+    # ^C reaches every process of the group. One that lands in a child right
+    # after the fork, before the child has set itself to ignore it, is raised
+    # there as KeyboardInterrupt, as this trace raises it on the child's first
+    # line after the fork: the child must leave, not unwind into its caller's
+    # code (a second copy of the command's error path, atexit, buffered output).
+    parent = os.getpid()
+    escaped = tmp_path / "escaped"
+
+    def interrupt(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line" and os.getpid() != parent:
+            raise KeyboardInterrupt
+        return interrupt
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        return interrupt if frame.f_code is fork_map.__code__ else None
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        results = fork_map(list(range(6)), lambda c: c, jobs=2, start_child=lambda: None)
+    except BaseException:
+        if os.getpid() != parent:
+            escaped.touch()
+            os._exit(0)
+        raise
+    finally:
+        if os.getpid() == parent:
+            sys.settrace(previous)
+    assert not escaped.exists()
+    assert results == list(range(6))  # this process replayed them all

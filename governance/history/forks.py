@@ -146,6 +146,7 @@ def fork_map(
     back objects it cannot send by itself (``copyreg``'s form, by type)."""
     if len(chunks) > MAX_CHUNKS:
         raise ValueError(f"{len(chunks)} chunks, more than {MAX_CHUNKS}")
+    parent = os.getpid()
     queue, feed = os.pipe()
     done_read, done_write = os.pipe()
     outs: dict[int, IO[bytes]] = {}
@@ -194,6 +195,10 @@ def fork_map(
                 tell(_indices(data))
             _reap(list(outs), statuses)
         except BaseException:
+            if os.getpid() != parent:
+                # A child that met an exception before its work began (a ^C
+                # right after the fork): it leaves, never running its caller's code.
+                os._exit(1)
             _stop([pid for pid in outs if pid not in statuses])
             raise
         finally:
