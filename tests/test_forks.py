@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
+import resource
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -375,3 +378,87 @@ def test_a_child_interrupted_before_its_work_begins_never_returns_to_the_caller(
             sys.settrace(previous)
     assert not escaped.exists()
     assert results == list(range(6))  # this process replayed them all
+
+
+def _uid_owning_nothing() -> int:
+    used = set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        used |= {
+            int(n)
+            for line in text.splitlines()
+            if line.startswith("Uid:")
+            for n in line.split()[1:]
+        }
+    return next(uid for uid in range(60000, 65000) if uid not in used)
+
+
+def _with_one_process_more(run: Callable[[], object]) -> object:
+    """``run()`` in a fork of this process running as a uid that owns no
+    process, allowed two (RLIMIT_NPROC): itself and one fork more, as under a
+    container's or a user's process limit. Its value comes back, or its error."""
+    uid = _uid_owning_nothing()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            resource.setrlimit(resource.RLIMIT_NPROC, (2, 2))
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            try:
+                answer: object = ("value", run())
+            except BaseException as exc:
+                answer = ("raised", repr(exc))
+            with os.fdopen(write, "wb") as handle:
+                pickle.dump(answer, handle)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        data = handle.read()
+    os.waitpid(pid, 0)
+    kind, value = pickle.loads(data)
+    assert kind == "value", value
+    return value
+
+
+def test_a_fork_refused_leaves_the_work_to_the_processes_started() -> None:
+    # Three processes asked for, two allowed: the second fork fails (EAGAIN),
+    # and the two that run replay every chunk between them, and say so.
+    def run() -> object:
+        started: list[int] = []
+        results = fork_map(
+            list(range(20)),
+            lambda c: c * 3,
+            jobs=3,
+            start_child=lambda: None,
+            started=started.append,
+        )
+        return results, started
+
+    assert _with_one_process_more(run) == ([n * 3 for n in range(20)], [2])
+
+
+def test_no_temporary_file_for_a_child_leaves_the_work_to_this_process(tmp_path: Path) -> None:
+    # Where no temporary file can be made (a read-only file system), no child starts.
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+
+    def run() -> object:
+        tempfile.tempdir = str(closed)
+        started: list[int] = []
+        results = fork_map(
+            list(range(20)),
+            lambda c: c * 3,
+            jobs=3,
+            start_child=lambda: None,
+            started=started.append,
+        )
+        return results, started
+
+    assert _with_one_process_more(run) == ([n * 3 for n in range(20)], [1])

@@ -21,7 +21,6 @@ from governance.history.globs import PathGlobs
 from governance.history.pool import (
     Item,
     auto_jobs,
-    processes,
     regular,
     replay_items,
     shard,
@@ -271,7 +270,8 @@ def audit(
 
         jobs = auto_jobs(items, usable_cpus())
     done(0)
-    outcomes = replay_items(repo, items, jobs=jobs, progress=done)
+    ran: list[int] = []
+    outcomes = replay_items(repo, items, jobs=jobs, progress=done, started=ran.append)
     table = [waive(row, waivers) for row in rows(repo, found.versions, items, outcomes)]
     uses = waiver_uses(repo, waivers, found.versions, where, globs)
     return AuditReport(
@@ -279,7 +279,7 @@ def audit(
         tuple(globs.patterns),
         (index, count),
         len(everything),
-        processes(jobs, items),
+        ran[-1],
         found.commits,
         len(items),
         tuple(table),

@@ -137,13 +137,17 @@ def fork_map(
     start_child: Callable[[], None],
     progress: Callable[[int], None] | None = None,
     reducers: Reducers | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> list[R]:
     """``work(chunk)`` for every chunk, in the chunks' order, on this process
     and up to ``jobs - 1`` forked children (never more than there are chunks
     to share); ``start_child`` runs first in each child, to open what a child
     must not share with its parent. ``progress`` is told the index of each
     chunk done, in the order they finish. ``reducers`` tell pickle how to send
-    back objects it cannot send by itself (``copyreg``'s form, by type)."""
+    back objects it cannot send by itself (``copyreg``'s form, by type).
+    ``started`` is told how many processes share the chunks: fewer than asked
+    where a fork is refused (a limit on processes, no memory) or no temporary
+    file can be made, as the processes started do the work between them."""
     if len(chunks) > MAX_CHUNKS:
         raise ValueError(f"{len(chunks)} chunks, more than {MAX_CHUNKS}")
     parent = os.getpid()
@@ -174,8 +178,11 @@ def fork_map(
                 gc.freeze()
             try:
                 for _ in range(min(jobs, len(chunks)) - 1):
-                    out = closing.enter_context(tempfile.TemporaryFile())
-                    pid = os.fork()
+                    try:
+                        out = closing.enter_context(tempfile.TemporaryFile())
+                        pid = os.fork()
+                    except OSError:
+                        break  # no process more: those started share the work
                     if pid == 0:  # the child, which never returns from _child
                         os.close(done_read)
                         child = _Child(queue, done_write, out, reducers or {})
@@ -185,6 +192,8 @@ def fork_map(
                 if freeze:
                     gc.unfreeze()
                 os.close(done_write)
+            if started is not None:
+                started(len(outs) + 1)
             while (index := _take(queue)) is not None:
                 own[index] = work(chunks[index])
                 tell([index])

@@ -122,21 +122,21 @@ def auto_jobs(items: Sequence[Item], cpus: int) -> int:
     return max(1, min(cpus, AUTO_MAX_PROCESSES, len(items) // AUTO_ITEMS_PER_PROCESS))
 
 
-def processes(jobs: int, items: Sequence[Item]) -> int:
-    """How many processes ``replay_items`` runs ``items`` on for ``jobs``."""
-    return 1 if jobs <= 1 or len(items) <= 1 else pool_size(jobs, items)
-
-
 def replay_items(
     repo: pygit2.Repository,
     items: Sequence[Item],
     *,
     jobs: int = 1,
     progress: Callable[[int], None] | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> list[BlobOutcome]:
     """An outcome per item, in the items' order, on ``jobs`` processes;
-    ``progress`` is told how many are done after each."""
+    ``progress`` is told how many are done after each, and ``started`` how
+    many processes replay (fewer than ``jobs`` where there are fewer chunks,
+    or where no more processes can be started)."""
+    tell = started if started is not None else (lambda _: None)
     if jobs <= 1 or len(items) <= 1:
+        tell(1)
         replayer = Replayer(repo)
         outcomes = []
         for item in items:
@@ -156,7 +156,8 @@ def replay_items(
     from governance.history.forks import can_fork  # noqa: PLC0415 (only for --jobs above 1)
 
     if can_fork():
-        return _forked(repo, chunks, pool_size(jobs, items), chunk_done)
+        return _forked(repo, chunks, pool_size(jobs, items), chunk_done, tell)
+    tell(pool_size(jobs, items))
     return _spawned(repo, chunks, pool_size(jobs, items), chunk_done)
 
 
@@ -165,6 +166,7 @@ def _forked(
     chunks: Sequence[Sequence[Item]],
     jobs: int,
     chunk_done: Callable[[int], None],
+    started: Callable[[int], None],
 ) -> list[BlobOutcome]:
     """The chunks on this process and ``jobs - 1`` forks of it. Each child
     replays with a repository of its own, and starts with everything this
@@ -192,6 +194,7 @@ def _forked(
         start_child=start_child,
         progress=lambda index: chunk_done(index + warm),
         reducers={pygit2.GitError: _reduce_git_error},
+        started=started,
     )
     return first + [outcome for chunk in rest for outcome in chunk]
 
