@@ -112,12 +112,13 @@ def test_a_missing_tree_is_git_s_not_found(repo: pygit2.Repository) -> None:
 
 def test_the_memo_is_bounded_by_entries(repo: pygit2.Repository) -> None:
     blob = repo.create_blob(b"z\n")
-    trees = Trees(repo, ID, max_entries=10)
+    memo = TreeMemo(max_entries=10)
+    trees = Trees(repo, ID, memo)
     for index in range(20):
         data = b"".join(_entry(b"100644", f"{index}-{n}".encode(), blob) for n in range(4))
         trees.entries(_raw_tree(Path(repo.path), data).raw)
-        assert trees._held <= 10 or len(trees._memo) == 1
-    assert len(trees._memo) == 2
+        assert memo.held <= 10 or len(memo) == 1
+    assert len(memo) == 2
 
 
 @pytest.mark.parametrize(
@@ -137,14 +138,19 @@ def test_the_memo_is_bounded_by_bytes_whatever_the_names(repo: pygit2.Repository
     # Names may be 64 KiB each: a few hundred trees of long names, each under
     # the entry bound, held gigabytes from a repository of a few MB.
     blob = repo.create_blob(b"z\n")
-    trees = Trees(repo, ID, max_entries=1 << 17, max_bytes=100_000)
+    memo = TreeMemo(max_entries=1 << 17, max_bytes=100_000)
+    trees = Trees(repo, ID, memo)
+    kept = []
     for index in range(20):
         name = b"%d-" % index + b"n" * 30_000
         data = b"".join(_entry(b"100644", b"%d" % n + name, blob) for n in range(2))
-        trees.entries(_raw_tree(Path(repo.path), data).raw)
-        held = sum(map(len, (entry for found in trees._memo.values() for entry in found.values())))
-        assert held <= 100_000 or len(trees._memo) == 1
-    assert len(trees._memo) == 1
+        oid = _raw_tree(Path(repo.path), data).raw
+        trees.entries(oid)
+        kept.append(oid)
+        held = [memo.get((repo.path, tree)) for tree in kept]
+        entries = [entry for found in held if found is not None for entry in found[0].values()]
+        assert sum(map(len, entries)) <= 100_000 or len(memo) == 1
+    assert len(memo) == 1
 
 
 @pytest.mark.parametrize(

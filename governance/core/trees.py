@@ -138,6 +138,33 @@ class TreeMemo:
 RECENT = TreeMemo()
 
 
+_TREE = pygit2.enums.ObjectType.TREE
+
+
+def _read(odb: pygit2.Odb, tree_id: bytes) -> bytes:
+    """The bytes of the tree ``tree_id`` (raw), as libgit2 reads them (its
+    check of the object's hash included)."""
+    oid = pygit2.Oid(raw=tree_id)
+    kind, data = odb.read(oid)
+    if kind != _TREE:
+        raise pygit2.GitError(f"object {oid} is not a tree")
+    return data
+
+
+def _parse(tree_id: bytes, data: bytes) -> Entries:
+    """The entries of a tree from its bytes, or GitError when they are not
+    one that libgit2 reads (or a name is there twice)."""
+    listed = _pattern(len(tree_id)).findall(data)
+    # Entries that together are the whole object, one after the other: a gap
+    # would be bytes that are no entry.
+    if sum(map(len, map(_WHOLE, listed))) != len(data):
+        raise pygit2.GitError(f"tree {pygit2.Oid(raw=tree_id)} is not well formed")
+    entries = {name: whole for whole, name in listed}
+    if len(entries) != len(listed):
+        raise pygit2.GitError(f"tree {pygit2.Oid(raw=tree_id)} names an entry twice")
+    return entries
+
+
 def read_entries(repo: pygit2.Repository, tree_id: bytes) -> tuple[Entries, int]:
     """The entries of the tree ``tree_id`` (raw) and its size in bytes, parsed
     once while ``RECENT`` holds it. KeyError when the object database lacks
@@ -146,53 +173,31 @@ def read_entries(repo: pygit2.Repository, tree_id: bytes) -> tuple[Entries, int]
     found = RECENT.get(key)
     if found is not None:
         return found
-    oid = pygit2.Oid(raw=tree_id)
-    kind, data = repo.odb.read(oid)
-    if kind != pygit2.enums.ObjectType.TREE:
-        raise pygit2.GitError(f"object {oid} is not a tree")
-    listed = _pattern(len(tree_id)).findall(data)
-    # Entries that together are the whole object, one after the other: a gap
-    # would be bytes that are no entry.
-    if sum(map(len, map(_WHOLE, listed))) != len(data):
-        raise pygit2.GitError(f"tree {oid} is not well formed")
-    entries = {name: whole for whole, name in listed}
-    if len(entries) != len(listed):
-        raise pygit2.GitError(f"tree {oid} names an entry twice")
+    data = _read(repo.odb, tree_id)
+    entries = _parse(tree_id, data)
     RECENT.put(key, entries, len(data))
     return entries, len(data)
 
 
 class Trees:
-    """The entries of the trees of one repository, by raw tree id."""
+    """The entries of the trees of one repository, by raw tree id, read as
+    ``read_entries`` reads them, through one memo of parsed trees: the
+    process's (``RECENT``), unless another is given."""
 
-    def __init__(
-        self,
-        repo: pygit2.Repository,
-        id_size: int,
-        max_entries: int = MAX_ENTRIES,
-        max_bytes: int = MAX_BYTES,
-    ):
+    def __init__(self, repo: pygit2.Repository, id_size: int, memo: TreeMemo = RECENT):
         self.repo = repo
         self.id_size = id_size
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self._held = 0
-        self._bytes = 0
-        self._memo: OrderedDict[bytes, Entries] = OrderedDict()
+        self.memo = memo
+        # Each read from a repository asks libgit2 for both anew.
+        self._path = repo.path
+        self._odb = repo.odb
 
     def entries(self, tree_id: bytes) -> Entries:
-        found = self._memo.get(tree_id)
+        key = (self._path, tree_id)
+        found = self.memo.get(key)
         if found is not None:
-            self._memo.move_to_end(tree_id)
-            return found
-        found, size = read_entries(self.repo, tree_id)
-        self._memo[tree_id] = found
-        self._held += len(found)
-        self._bytes += size
-        while (self._held > self.max_entries or self._bytes > self.max_bytes) and len(
-            self._memo
-        ) > 1:
-            _, dropped = self._memo.popitem(last=False)
-            self._held -= len(dropped)
-            self._bytes -= sum(map(len, dropped.values()))
-        return found
+            return found[0]
+        data = _read(self._odb, tree_id)
+        entries = _parse(tree_id, data)
+        self.memo.put(key, entries, len(data))
+        return entries
