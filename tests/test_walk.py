@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from governance.core.trees import RECENT, Trees
 from governance.history.globs import PathGlobs
 from governance.history.ranges import parse_range
 from governance.history.walk import GIT_CACHE_BYTES, Version, _Walk, find_records, limit_git_memory
@@ -159,20 +160,37 @@ def _oracle(repo: pygit2.Repository, globs: PathGlobs, hidden: str | None) -> li
         ["packets/*/capsules/deep/*"],
     ],
 )
+# Folders told from their first parent's bytes when as wide as the walk's own
+# threshold, and then whatever their width (these folders are narrow).
+@pytest.mark.parametrize("from_base", [Trees.FROM_BASE, 0])
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32), steps=st.integers(1, 40), cut=st.integers(0, 60))
 def test_walk_agrees_with_the_oracle(
-    tmp_path_factory: pytest.TempPathFactory, patterns: list[str], seed: int, steps: int, cut: int
+    tmp_path_factory: pytest.TempPathFactory,
+    patterns: list[str],
+    from_base: int,
+    *,
+    seed: int,
+    steps: int,
+    cut: int,
 ) -> None:
     repo = _history(tmp_path_factory.mktemp("walk") / "repo.git", seed, steps)
     globs = PathGlobs(patterns)
-    assert find_records(repo, parse_range(repo, None), globs).versions == _oracle(repo, globs, None)
-    # A range A..HEAD whose A is some earlier commit: merges then have parents
-    # outside the walk, and what those parents hold is not new.
-    commits = [str(c.id) for c in repo.walk(repo.head.target)]
-    base = commits[cut % len(commits)]
-    where = parse_range(repo, f"{base}..HEAD")
-    assert find_records(repo, where, globs).versions == _oracle(repo, globs, base)
+    default, Trees.FROM_BASE = Trees.FROM_BASE, from_base
+    try:
+        # Every walk parses every tree again.
+        RECENT.clear()
+        found = find_records(repo, parse_range(repo, None), globs).versions
+        assert found == _oracle(repo, globs, None)
+        # A range A..HEAD whose A is some earlier commit: merges then have parents
+        # outside the walk, and what those parents hold is not new.
+        commits = [str(c.id) for c in repo.walk(repo.head.target)]
+        base = commits[cut % len(commits)]
+        where = parse_range(repo, f"{base}..HEAD")
+        RECENT.clear()
+        assert find_records(repo, where, globs).versions == _oracle(repo, globs, base)
+    finally:
+        Trees.FROM_BASE = default
 
 
 def test_the_step_memo_holds_no_long_names(tmp_path: Path) -> None:

@@ -12,6 +12,11 @@ instead, and names are looked up in the result. A tree object is a run of
 version); one that libgit2 refuses is refused (a mode over 16 bits, a name
 over 65,535 bytes), and so are two forms it takes and no git writes: a sign
 before the mode, and a name twice.
+
+A folder a commit changes is mostly its parent's: ``Trees.changes`` parses
+only the bytes between the leading and trailing entries it shares with the
+parent's, and so tells which of its entries are new without comparing them
+all.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import operator
 import re
 from collections import OrderedDict
 from collections.abc import Hashable
+from itertools import accumulate, chain, islice
 
 import pygit2
 
@@ -179,10 +185,79 @@ def read_entries(repo: pygit2.Repository, tree_id: bytes) -> tuple[Entries, int]
     return entries, len(data)
 
 
+# A tree's entries, and those of them another tree has not.
+_Delta = tuple[Entries, list[tuple[bytes, bytes]]]
+
+
+def _parse_from(data: bytes, base: Entries, pattern: re.Pattern[bytes]) -> _Delta | None:
+    """The entries of a tree from its bytes and those of a tree like it
+    (``base``, parsed before), and those of its entries ``base`` has not byte
+    for byte at their name, in the tree's order; None when that cannot be
+    told this way (the caller then parses the tree whole, which refuses it if
+    it is malformed).
+
+    The leading and trailing entries of ``base`` the bytes also begin and end
+    with are entries of this tree too, whole and in place; only the bytes
+    between them are parsed. They must be whole entries themselves: with
+    those on either side, the tree is then entries one after the other from
+    its first byte to its last, as a whole parse requires (an entry's length
+    follows from its own bytes: its mode ends at the first space, its name at
+    the first NUL, and its id is ``id_size`` bytes).
+    """
+    wholes = base.values()
+    old = b"".join(wholes)
+    bounds = list(accumulate(map(len, wholes), initial=0))
+    count = len(bounds) - 1
+    # The most leading entries of base the bytes begin with...
+    low, high = 0, count
+    while low < high:
+        middle = (low + high + 1) >> 1
+        if data.startswith(old[: bounds[middle]]):
+            low = middle
+        else:
+            high = middle - 1
+    first = low
+    # ...and the most trailing ones, after those, that they end with.
+    room = len(data) - bounds[first]
+    low, high = first, count
+    while low < high:
+        middle = (low + high) >> 1
+        if len(old) - bounds[middle] <= room and data.endswith(old[bounds[middle] :]):
+            high = middle
+        else:
+            low = middle + 1
+    after = low
+    start, end = bounds[first], len(data) - (len(old) - bounds[after])
+    listed = pattern.findall(data, start, end)
+    if sum(map(len, map(_WHOLE, listed))) != end - start:
+        return None
+    if [name for _, name in listed] == list(islice(base, first, after)):
+        # The same names in the same places (ids or modes changed).
+        entries = base.copy()
+        for whole, name in listed:
+            entries[name] = whole
+    else:
+        items = base.items()
+        entries = dict(
+            chain(
+                islice(items, first),
+                ((name, whole) for whole, name in listed),
+                islice(items, after, None),
+            )
+        )
+        if len(entries) != first + len(listed) + count - after:
+            return None  # a name twice
+    return entries, [(name, whole) for whole, name in listed if base.get(name) != whole]
+
+
 class Trees:
     """The entries of the trees of one repository, by raw tree id, read as
     ``read_entries`` reads them, through one memo of parsed trees: the
     process's (``RECENT``), unless another is given."""
+
+    # Below this many entries in the tree compared with, a tree is parsed
+    # whole: telling its changes from the other's bytes saves nothing there.
+    FROM_BASE = 8
 
     def __init__(self, repo: pygit2.Repository, id_size: int, memo: TreeMemo = RECENT):
         self.repo = repo
@@ -201,3 +276,25 @@ class Trees:
         entries = _parse(tree_id, data)
         self.memo.put(key, entries, len(data))
         return entries
+
+    def changes(
+        self, tree_id: bytes, base: Entries
+    ) -> tuple[Entries, list[tuple[bytes, bytes]] | None]:
+        """The entries of ``tree_id`` and, when it was parsed from the bytes
+        of ``base`` (the entries of a tree like it), the entries it has that
+        ``base`` has not byte for byte at their name, in the tree's order;
+        None in their place when it was parsed whole or was in the memo."""
+        key = (self._path, tree_id)
+        found = self.memo.get(key)
+        if found is not None:
+            return found[0], None
+        data = _read(self._odb, tree_id)
+        delta = (
+            _parse_from(data, base, _pattern(self.id_size)) if len(base) >= self.FROM_BASE else None
+        )
+        if delta is None:
+            entries, changed = _parse(tree_id, data), None
+        else:
+            entries, changed = delta
+        self.memo.put(key, entries, len(data))
+        return entries, changed

@@ -2,11 +2,12 @@
 
 History is walked oldest first with pygit2. At each commit only what differs
 from its parents is looked at: a folder whose tree id a parent also has holds
-nothing new, so it is skipped whole. Trees are read as raw bytes
-(``core.trees``), and what is kept of them and of the commits passed is
-bounded, so memory follows the number of record versions found, not the
-length of history. Git objects only: no checkout, no working tree, no
-filters, no hooks.
+nothing new, so it is skipped whole, and of a folder that changed only the
+bytes it does not share with the first parent's are parsed. Trees are read
+as raw bytes (``core.trees``), and what is kept of them and of the commits
+passed is bounded, so memory follows the number of record versions found,
+not the length of history. Git objects only: no checkout, no working tree,
+no filters, no hooks.
 """
 
 from __future__ import annotations
@@ -187,25 +188,32 @@ class _Walk:
         the same path (and the one parent's alone), the glob state and the
         path there."""
         trees = self.trees
-        entries = trees.entries(tree)
         olds = [trees.entries(parent) for parent in parents if parent is not None]
         wanted = self._literals(state)
         candidates: Iterable[tuple[bytes, bytes]]
         if wanted is not None:
             # Only literal names can match here: look them up, never walk the folder.
+            entries = trees.entries(tree)
             candidates = [(name, entries[name]) for name in wanted if name in entries]
         elif olds:
-            # The entries that differ from every parent's, found by set
-            # operations (most of a folder is unchanged), in the tree's order.
-            differ = entries.items() - olds[0].items()
-            for old in olds[1:]:
-                differ &= entries.items() - old.items()
-            if len(differ) > 1:
-                candidates = [item for item in entries.items() if item in differ]
+            # The entries that differ from every parent's (most of a folder is
+            # unchanged), in the tree's order: told from the first parent's
+            # bytes, or found by set operations.
+            entries, changed = trees.changes(tree, olds[0])
+            if changed is not None:
+                candidates = changed
+                for old in olds[1:]:
+                    candidates = [item for item in candidates if old.get(item[0]) != item[1]]
             else:
-                candidates = differ
+                differ = entries.items() - olds[0].items()
+                for old in olds[1:]:
+                    differ &= entries.items() - old.items()
+                if len(differ) > 1:
+                    candidates = [item for item in entries.items() if item in differ]
+                else:
+                    candidates = differ
         else:
-            candidates = entries.items()
+            candidates = trees.entries(tree).items()
         return iter(candidates), olds, olds[0] if len(olds) == 1 else None, state, prefix
 
     def _subtree(self, entry: bytes | None) -> bytes | None:
