@@ -462,3 +462,28 @@ def test_no_temporary_file_for_a_child_leaves_the_work_to_this_process(tmp_path:
         return results, started
 
     assert _with_one_process_more(run) == ([n * 3 for n in range(20)], [1])
+
+
+def test_a_caller_holding_many_files_open_still_shares_the_work(tmp_path: Path) -> None:
+    # A server may hold more than 1,024 descriptors: the pool's pipes then
+    # number above what select() takes (FD_SETSIZE), which must not matter.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2048:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2048, max(hard, 2048)))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    meeting = Meeting(tmp_path, 2)
+    told: list[int] = []
+
+    def work(chunk: int) -> int:
+        meeting.arrive()
+        return chunk * 5
+
+    try:
+        assert fork_map(
+            list(range(12)), work, jobs=2, start_child=lambda: None, progress=told.append
+        ) == [n * 5 for n in range(12)]
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert sorted(told) == list(range(12))

@@ -194,10 +194,13 @@ def fork_map(
                 os.close(done_write)
             if started is not None:
                 started(len(outs) + 1)
+            # poll, not select: a caller may hold descriptors above FD_SETSIZE.
+            reports = select.poll()
+            reports.register(done_read, select.POLLIN)
             while (index := _take(queue)) is not None:
                 own[index] = work(chunks[index])
                 tell([index])
-                if select.select([done_read], [], [], 0)[0]:
+                if reports.poll(0):
                     tell(_indices(os.read(done_read, _READ)))
             # Until every child has left (each holds the pipe open until then).
             while data := os.read(done_read, _READ):
