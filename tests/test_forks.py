@@ -487,3 +487,47 @@ def test_a_caller_holding_many_files_open_still_shares_the_work(tmp_path: Path) 
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert sorted(told) == list(range(12))
+
+
+def _gone(pid: int) -> bool:
+    # Exited: no such process, or a zombie its new parent has not reaped yet.
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def test_children_stop_when_the_process_that_forked_them_is_killed(tmp_path: Path) -> None:
+    # SIGKILL (or SIGTERM, which a command does not catch) ends the audit's
+    # process alone: its children must not go on replaying every chunk left
+    # for results nobody will read. Each stops at its next report of a chunk
+    # done, as the pipe it reports on has no reader left (EPIPE).
+    children, done = tmp_path / "children", tmp_path / "done"
+    children.touch()
+    done.touch()
+    chunks = 400
+
+    def start() -> None:
+        with children.open("a") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+    def work(chunk: int) -> int:
+        time.sleep(0.02)
+        with done.open("a") as handle:
+            handle.write(f"{chunk}\n")
+        return chunk
+
+    helper = os.fork()
+    if helper == 0:
+        try:
+            fork_map(list(range(chunks)), work, jobs=3, start_child=start)
+        finally:
+            os._exit(0)
+    _wait_for(lambda: len(children.read_text().split()) == 2, "two children")
+    _wait_for(lambda: len(done.read_text().split()) >= 6, "some chunks done")
+    os.kill(helper, signal.SIGKILL)
+    os.waitpid(helper, 0)
+    for pid in map(int, children.read_text().split()):
+        _wait_for(lambda pid=pid: _gone(pid), f"child {pid} to leave")
+    assert len(done.read_text().split()) < chunks // 2
