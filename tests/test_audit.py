@@ -293,9 +293,14 @@ def test_the_jobs_reported_are_the_processes_that_replayed(
     assert len(forks.read_text().split()) == report["jobs"] - 1
 
 
-def test_with_another_thread_alive_the_pool_spawns_and_agrees(cli, history: History) -> None:
+def test_with_another_thread_alive_the_pool_spawns_and_agrees(
+    cli, history: History, tmp_path: Path
+) -> None:
     # A fork copies only the thread that calls it: with another thread alive
-    # (a server calling the library), the workers are spawned instead.
+    # (a server calling the library), the workers are spawned instead (a new
+    # interpreter each, started without a fork of this one).
+    forks = tmp_path / "forks"
+    forks.touch()
     repo = history.repo
     path = repo.path / history.records[3]
     path.write_bytes(forge_target(path.read_bytes()))
@@ -304,11 +309,15 @@ def test_with_another_thread_alive_the_pool_spawns_and_agrees(cli, history: Hist
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
     thread.start()
+    FORKS.append(forks)
     try:
         spawned = audit_library(pygit2.Repository(str(repo.path)), jobs=2)
     finally:
+        FORKS.clear()
         stop.set()
         thread.join()
+    assert forks.read_text() == ""
+    assert spawned.jobs == 2
     assert spawned.rows == serial.rows
     assert spawned.counts == serial.counts
     assert serial.counts["drift"] == 1
