@@ -7,6 +7,7 @@ import gc
 import os
 import pickle
 import resource
+import select
 import signal
 import sys
 import tempfile
@@ -396,10 +397,11 @@ def _uid_owning_nothing() -> int:
     return next(uid for uid in range(60000, 65000) if uid not in used)
 
 
-def _with_one_process_more(run: Callable[[], object]) -> object:
+def _with_one_process_more(run: Callable[[], object], *, pipes: int = 0) -> object:
     """``run()`` in a fork of this process running as a uid that owns no
     process, allowed two (RLIMIT_NPROC): itself and one fork more, as under a
-    container's or a user's process limit. Its value comes back, or its error."""
+    container's or a user's process limit; holding ``pipes`` pipes open first.
+    Its value comes back, or its error; one that takes over ``WAIT`` hung."""
     uid = _uid_owning_nothing()
     read, write = os.pipe()
     pid = os.fork()
@@ -407,21 +409,34 @@ def _with_one_process_more(run: Callable[[], object]) -> object:
         try:
             os.close(read)
             resource.setrlimit(resource.RLIMIT_NPROC, (2, 2))
+            files = 2 * pipes + 256
+            if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < files:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
+            held = [os.pipe() for _ in range(pipes)]
             try:
                 answer: object = ("value", run())
             except BaseException as exc:
                 answer = ("raised", repr(exc))
             with os.fdopen(write, "wb") as handle:
                 pickle.dump(answer, handle)
+            del held
         finally:
             os._exit(0)
     os.close(write)
-    with os.fdopen(read, "rb") as handle:
-        data = handle.read()
-    os.waitpid(pid, 0)
+    try:
+        waiting = select.poll()
+        waiting.register(read, select.POLLIN)
+        if not waiting.poll(WAIT * 1000):
+            os.kill(pid, signal.SIGKILL)
+            raise AssertionError(f"still running after {WAIT} seconds: hung")
+        with os.fdopen(read, "rb", closefd=False) as handle:
+            data = handle.read()
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
     kind, value = pickle.loads(data)
     assert kind == "value", value
     return value
@@ -531,3 +546,22 @@ def test_children_stop_when_the_process_that_forked_them_is_killed(tmp_path: Pat
     for pid in map(int, children.read_text().split()):
         _wait_for(lambda pid=pid: _gone(pid), f"child {pid} to leave")
     assert len(done.read_text().split()) < chunks // 2
+
+
+def test_more_chunks_than_a_small_pipe_holds_are_done_here_not_hung() -> None:
+    # Linux gives a user holding more than its allowance of pipe buffers
+    # (fs.pipe-user-pages-soft: 1,024 pipes of 64 KiB) new pipes of 8 KiB:
+    # 2,048 chunk indices. More indices than that must not block this process
+    # writing them to a pipe that only it would read.
+    def run() -> object:
+        started: list[int] = []
+        results = fork_map(
+            list(range(3000)),
+            lambda c: c + 1,
+            jobs=2,
+            start_child=lambda: None,
+            started=started.append,
+        )
+        return results == [n + 1 for n in range(3000)], started
+
+    assert _with_one_process_more(run, pipes=1100) == (True, [1])

@@ -44,8 +44,9 @@ Reducers = dict[type, Callable[[Any], Any]]
 # A chunk's index on either pipe: writes of this size are atomic, and every
 # read asks for whole ones, so no process ever sees part of an index.
 _INDEX = struct.Struct(">I")
-# Every index fits in a pipe before any process reads it (Linux gives 64 KiB),
-# and so does every report of a chunk done.
+# Every index fits in a pipe before any process reads it (Linux gives 64 KiB;
+# where it gives less, this process does every chunk), and so does every
+# report of a chunk done.
 MAX_CHUNKS = 8192
 _READ = _INDEX.size * MAX_CHUNKS
 _RESULTS, _RAISED, _BUG = "results", "raised", "bug"
@@ -147,7 +148,8 @@ def fork_map(
     back objects it cannot send by itself (``copyreg``'s form, by type).
     ``started`` is told how many processes share the chunks: fewer than asked
     where a fork is refused (a limit on processes, no memory) or no temporary
-    file can be made, as the processes started do the work between them."""
+    file can be made, as the processes started do the work between them; one
+    where the pipe holds fewer indices than there are chunks."""
     if len(chunks) > MAX_CHUNKS:
         raise ValueError(f"{len(chunks)} chunks, more than {MAX_CHUNKS}")
     parent = os.getpid()
@@ -165,10 +167,25 @@ def fork_map(
     with contextlib.ExitStack() as closing:
         for fd in (queue, done_read):
             closing.callback(os.close, fd)
+        indices = b"".join(_INDEX.pack(i) for i in range(len(chunks)))
         try:
-            os.write(feed, b"".join(_INDEX.pack(i) for i in range(len(chunks))))
+            # Never blocking: only this process would read. Linux gives a user
+            # past its allowance of pipe buffers pipes of 8 KiB (2,048 indices).
+            os.set_blocking(feed, False)
+            fed = os.write(feed, indices) if indices else 0
+        except BlockingIOError:
+            fed = 0
         finally:
             os.close(feed)
+        if fed < len(indices):
+            # Not every chunk fits in the pipe: this process does them all.
+            if started is not None:
+                started(1)
+            alone = []
+            for at, chunk in enumerate(chunks):
+                alone.append(work(chunk))
+                tell([at])
+            return alone
         try:
             # Frozen, the objects the children share with this process are left
             # alone by their collectors (which would otherwise copy every page).
