@@ -217,15 +217,18 @@ def _parse_from(data: bytes, base: Entries, pattern: re.Pattern[bytes]) -> _Delt
         else:
             high = middle - 1
     first = low
-    # ...and the most trailing ones, after those, that they end with.
+    # ...and the most trailing ones, after those, that they end with: all of
+    # them (entries added between) and all but one (one changed) tried before
+    # halving, as a commit mostly changes a folder at one place.
     room = len(data) - bounds[first]
     low, high = first, count
+    probe = first
     while low < high:
-        middle = (low + high) >> 1
-        if len(old) - bounds[middle] <= room and data.endswith(old[bounds[middle] :]):
-            high = middle
+        if len(old) - bounds[probe] <= room and data.endswith(old[bounds[probe] :]):
+            high = probe
         else:
-            low = middle + 1
+            low = probe + 1
+        probe = low if low < first + 2 else (low + high) >> 1
     after = low
     start, end = bounds[first], len(data) - (len(old) - bounds[after])
     listed = pattern.findall(data, start, end)
@@ -266,6 +269,7 @@ class Trees:
         # Each read from a repository asks libgit2 for both anew.
         self._path = repo.path
         self._odb = repo.odb
+        self._pattern = _pattern(id_size)
 
     def entries(self, tree_id: bytes) -> Entries:
         key = (self._path, tree_id)
@@ -289,9 +293,7 @@ class Trees:
         if found is not None:
             return found[0], None
         data = _read(self._odb, tree_id)
-        delta = (
-            _parse_from(data, base, _pattern(self.id_size)) if len(base) >= self.FROM_BASE else None
-        )
+        delta = _parse_from(data, base, self._pattern) if len(base) >= self.FROM_BASE else None
         if delta is None:
             entries, changed = _parse(tree_id, data), None
         else:

@@ -93,6 +93,7 @@ class _Walk:
         self._commit_trees: OrderedDict[bytes, bytes] = OrderedDict()
         self._literal_names: dict[State, list[bytes] | None] = {}
         self._moves: dict[tuple[State, bytes], _Move] = {}
+        self._ends: dict[State, tuple[bool, bool]] = {}
 
     def _literals(self, state: State) -> list[bytes] | None:
         # The same few states come back at every commit.
@@ -112,12 +113,17 @@ class _Walk:
         if move is None:
             text = name.decode("utf-8", "surrogateescape")
             after = self.globs.step(state, text)
-            move = _Move(
-                after,
-                text,
-                bool(after) and self.globs.descends(after),
-                bool(after) and self.globs.matches(after),
-            )
+            ends = self._ends.get(after)
+            if ends is None:
+                # Whether a state descends or matches: a few states, met by
+                # every name not met before (most names of records).
+                ends = (
+                    bool(after) and self.globs.descends(after),
+                    bool(after) and self.globs.matches(after),
+                )
+                if len(self._ends) < self.MAX_STEPS:
+                    self._ends[after] = ends
+            move = _Move(after, text, *ends)
             if len(self._moves) < self.MAX_STEPS and len(name) <= self.MAX_STEP_NAME:
                 self._moves[key] = move
         return move
