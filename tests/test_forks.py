@@ -394,7 +394,10 @@ def _uid_owning_nothing() -> int:
             if line.startswith("Uid:")
             for n in line.split()[1:]
         }
-    return next(uid for uid in range(60000, 65000) if uid not in used)
+    # Begun from this process's id: test runs side by side on one machine
+    # (each counted against its uid's limit) take different ones.
+    start = 60000 + os.getpid() % 4000
+    return next(uid for uid in range(start, start + 4000) if uid not in used)
 
 
 def _with_one_process_more(run: Callable[[], object], *, pipes: int = 0) -> object:
