@@ -156,3 +156,20 @@ def test_bad_jobs_names_auto_in_its_message(cli, repo: Repo) -> None:
     assert result.code == 2
     assert "neither auto nor a whole number from 1 to 256" in result.err
     assert json.loads(cli(["audit", "--jobs", "0", "--json"], cwd=repo.path).out)["error"]
+
+
+def test_by_default_a_long_history_replays_on_every_cpu_it_may_use(cli, repo: Repo) -> None:
+    # Twice the share of work one more process needs, as distinct record blobs
+    # (none a capsule: each is an error row, cheap to judge): with no --jobs,
+    # one process per CPU this process may use, up to two here.
+    blobs = 2 * AUTO_ITEMS_PER_PROCESS
+    for n in range(blobs):
+        repo.write(f"packets/P-1/capsules/{n:012x}.json", f'{{"n": {n}}}\n')
+    repo.commit("not capsules")
+    code, default = audit(cli, repo)
+    assert code == 1
+    assert default["counts"]["blobs"] == blobs
+    assert default["jobs"] == min(usable_cpus(), 2)
+    code, one = audit(cli, repo, "--jobs", "1")
+    assert one["jobs"] == 1
+    assert one["results"] == default["results"]
