@@ -13,9 +13,14 @@ import pygit2
 import pytest
 
 from governance.commands.audit import Progress
+from governance.errors import CapsuleError
 from governance.history import pool
 from governance.history.audit import audit as audit_library
+from governance.history.globs import PathGlobs
+from governance.history.ranges import parse_range
 from governance.history.record_rules import MAX_RECORD_BYTES
+from governance.history.records import RECORDS_GLOB
+from governance.history.walk import find_records
 from support.gitrepo import ROADMAP, Repo
 from support.history import (
     P2,
@@ -321,6 +326,30 @@ def test_with_another_thread_alive_the_pool_spawns_and_agrees(
     assert spawned.rows == serial.rows
     assert spawned.counts == serial.counts
     assert serial.counts["drift"] == 1
+
+
+def test_spawned_workers_that_cannot_start_are_replay_worker_lost(history: History) -> None:
+    # The repository gone between the walk and the workers' start: each spawned
+    # worker's initializer fails. Said with the forked pool's code, not as
+    # concurrent.futures' BrokenProcessPool traceback.
+    repo = pygit2.Repository(str(history.repo.path))
+    where = parse_range(repo, None)
+    items = pool.work_items(find_records(repo, where, PathGlobs([RECORDS_GLOB])).versions)
+    assert len(items) > 1
+    moved = history.repo.path.with_name("moved")
+    history.repo.path.rename(moved)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        with pytest.raises(CapsuleError) as raised:
+            pool.replay_items(repo, items, jobs=2)
+    finally:
+        stop.set()
+        thread.join()
+        moved.rename(history.repo.path)
+    assert raised.value.code == "replay_worker_lost"
+    assert raised.value.details["chunks"] == len(pool._chunks(items, 2))
 
 
 def test_a_copy_is_replayed_once_and_is_misplaced(cli, history: History) -> None:

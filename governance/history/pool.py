@@ -10,6 +10,7 @@ import pygit2
 
 from governance.core.cache import BlobCache
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Source, commit_where
+from governance.errors import REPLAY_WORKER_LOST, CapsuleError
 from governance.history.cpus import AUTO_ITEMS_PER_PROCESS, AUTO_MAX_PROCESSES
 from governance.history.record_rules import BlobOutcome, judge_blob, read_record_blob
 from governance.history.walk import Version, limit_git_memory
@@ -210,16 +211,30 @@ def _spawned(
     # Imported only here: an audit on Linux never loads the pool machinery.
     import multiprocessing  # noqa: PLC0415 (defers multiprocessing)
     from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: PLC0415 (defers concurrent.futures)
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415 (as above)
 
     results: list[list[BlobOutcome]] = [[] for _ in chunks]
-    with ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_worker,
-        initargs=(repo.path,),
-    ) as pool:
-        futures = {pool.submit(_replay_chunk, chunk): index for index, chunk in enumerate(chunks)}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            chunk_done(futures[future])
+    left = len(chunks)
+    try:
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(repo.path,),
+        ) as pool:
+            futures = {pool.submit(_replay_chunk, c): index for index, c in enumerate(chunks)}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                left -= 1
+                chunk_done(futures[future])
+    except BrokenProcessPool as exc:
+        # A worker that died (killed, out of memory) or could not start (its
+        # initializer failed): said as the forked pool says it, not a traceback.
+        raise CapsuleError(
+            f"a replay process failed or died ({exc}): {left} chunk(s) of work came back "
+            "with no result and nothing was judged for them; run the audit again, or with "
+            "--jobs 1 to replay in this process alone",
+            code=REPLAY_WORKER_LOST,
+            chunks=left,
+        ) from exc
     return [outcome for chunk in results for outcome in chunk]
