@@ -25,7 +25,7 @@ import operator
 import re
 from collections import OrderedDict
 from collections.abc import Hashable
-from itertools import accumulate, chain, islice
+from itertools import accumulate, islice
 
 import pygit2
 
@@ -234,20 +234,19 @@ def _parse_from(data: bytes, base: Entries, pattern: re.Pattern[bytes]) -> _Delt
     listed = pattern.findall(data, start, end)
     if sum(map(len, map(_WHOLE, listed))) != end - start:
         return None
-    if [name for _, name in listed] == list(islice(base, first, after)):
+    if len(listed) == after - first and [name for _, name in listed] == list(
+        islice(base, first, after)
+    ):
         # The same names in the same places (ids or modes changed).
         entries = base.copy()
         for whole, name in listed:
             entries[name] = whole
     else:
         items = base.items()
-        entries = dict(
-            chain(
-                islice(items, first),
-                ((name, whole) for whole, name in listed),
-                islice(items, after, None),
-            )
-        )
+        entries = dict(islice(items, first))
+        for whole, name in listed:
+            entries[name] = whole
+        entries.update(islice(items, after, None))
         if len(entries) != first + len(listed) + count - after:
             return None  # a name twice
     return entries, [(name, whole) for whole, name in listed if base.get(name) != whole]
