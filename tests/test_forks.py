@@ -568,3 +568,40 @@ def test_more_chunks_than_a_small_pipe_holds_are_done_here_not_hung() -> None:
         return results == [n + 1 for n in range(3000)], started
 
     assert _with_one_process_more(run, pipes=1100) == (True, [1])
+
+
+def test_chunks_done_here_for_a_small_pipe_leave_no_descriptor_open() -> None:
+    # Where the pipe cannot hold every chunk's number and this process does
+    # them all, the pipe children would have reported on was left open: one
+    # descriptor lost at every such call (a server runs out of them).
+    def run() -> object:
+        fds = _open_fds()
+        results = fork_map(list(range(3000)), lambda c: c, jobs=2, start_child=lambda: None)
+        return results == list(range(3000)), sorted(_open_fds() - fds)
+
+    assert _with_one_process_more(run, pipes=1100) == (True, [])
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False  # the listing's own descriptor, closed since
+    return True
+
+
+def test_no_descriptor_for_the_second_pipe_leaves_none_of_the_first_open() -> None:
+    # Two descriptors free: the first pipe takes them, the second is refused
+    # (EMFILE); the error is raised with nothing of the first pipe left open.
+    fds = _open_fds()
+    numbers = {int(fd) for fd in fds if _is_open(int(fd))}
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = next(n for n in range(soft) if len(set(range(n)) - numbers) == 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+    try:
+        with pytest.raises(OSError, match="Too many open files"):
+            fork_map(list(range(6)), lambda c: c, jobs=2, start_child=lambda: None)
+        left = _open_fds() - fds
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert left == set()

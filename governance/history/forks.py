@@ -153,8 +153,6 @@ def fork_map(
     if len(chunks) > MAX_CHUNKS:
         raise ValueError(f"{len(chunks)} chunks, more than {MAX_CHUNKS}")
     parent = os.getpid()
-    queue, feed = os.pipe()
-    done_read, done_write = os.pipe()
     outs: dict[int, IO[bytes]] = {}
     statuses: dict[int, int] = {}
     own: dict[int, R] = {}
@@ -165,8 +163,8 @@ def fork_map(
                 progress(index)
 
     with contextlib.ExitStack() as closing:
-        for fd in (queue, done_read):
-            closing.callback(os.close, fd)
+        queue, feed = os.pipe()
+        closing.callback(os.close, queue)
         indices = b"".join(_INDEX.pack(i) for i in range(len(chunks)))
         try:
             # Never blocking: only this process would read. Linux gives a user
@@ -186,6 +184,8 @@ def fork_map(
                 alone.append(work(chunk))
                 tell([at])
             return alone
+        done_read, done_write = os.pipe()
+        closing.callback(os.close, done_read)
         try:
             # Frozen, the objects the children share with this process are left
             # alone by their collectors (which would otherwise copy every page).
