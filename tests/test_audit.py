@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import pty
+import select
+import signal
 import subprocess
 import sys
 import threading
@@ -720,3 +723,57 @@ def test_audit_agrees_with_replay_on_every_record(cli, history: History, tmp_pat
         "identical", "drift", "non_canonical", "capsule_corrupt", "unsupported_schema",
         "capsule_malformed", "source_missing",
     }, seen  # fmt: skip
+
+
+def test_a_spawned_pool_stops_at_once_when_its_caller_raises(repo: Repo) -> None:
+    # An exception of the caller's while the spawned pool runs (its progress
+    # callback cancelling, a ^C) must leave it at once, as the forked pool's
+    # children are stopped; it waited for every chunk not yet begun. The last
+    # chunk's record blob is a FIFO nobody writes: a replay of it never ends.
+    for n in range(3900):
+        repo.write(f"packets/P-1/capsules/{n:05}.json", f'{{"n": {n}}}\n')
+    repo.commit("many record blobs that are no records")
+    opened = pygit2.Repository(str(repo.path))
+    where = parse_range(opened, None)
+    items = pool.work_items(find_records(opened, where, PathGlobs([RECORDS_GLOB])).versions)
+    chunks = pool._chunks(items, 2)
+    assert len(chunks) >= 60
+    last = chunks[-1][-1].blob_id
+    fifo = repo.path / ".git" / "objects" / last[:2] / last[2:]
+    fifo.unlink()
+    os.mkfifo(fifo)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)  # a group of its own, its workers' too: killed as one
+            os.close(read)
+            stop = threading.Event()
+            thread = threading.Thread(target=stop.wait, daemon=True)
+            thread.start()
+
+            def cancel(done: int) -> None:
+                raise RuntimeError("cancelled by the caller")
+
+            try:
+                pool.replay_items(opened, items, jobs=2, progress=cancel)
+            except RuntimeError as exc:
+                os.write(write, str(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        waiting = select.poll()
+        waiting.register(read, select.POLLIN)
+        finished = waiting.poll(60_000)
+        if not finished:
+            os.killpg(pid, signal.SIGKILL)
+        said = os.read(read, 100) if finished else b""
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+        # A worker left waiting on the FIFO (the defect) is let go: it reads nothing.
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert finished, "the pool went on replaying after its caller raised"
+    assert said == b"cancelled by the caller"

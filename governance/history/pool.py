@@ -223,10 +223,16 @@ def _spawned(
             initargs=(repo.path,),
         ) as pool:
             futures = {pool.submit(_replay_chunk, c): index for index, c in enumerate(chunks)}
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                left -= 1
-                chunk_done(futures[future])
+            try:
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    left -= 1
+                    chunk_done(futures[future])
+            except BaseException:
+                # Leaving at once (the caller's exception, a worker's, a ^C): the
+                # chunks not begun are dropped, not replayed first by the pool's exit.
+                pool.shutdown(cancel_futures=True)
+                raise
     except BrokenProcessPool as exc:
         # A worker that died (killed, out of memory) or could not start (its
         # initializer failed): said as the forked pool says it, not a traceback.
