@@ -445,21 +445,19 @@ def _with_one_process_more(run: Callable[[], object], *, pipes: int = 0) -> obje
     return value
 
 
+def _on_three() -> tuple[list[int], list[int]]:
+    """Twenty chunks on three processes asked for: the results, and how many started."""
+    started: list[int] = []
+    results = fork_map(
+        list(range(20)), lambda c: c * 3, jobs=3, start_child=lambda: None, started=started.append
+    )
+    return results, started
+
+
 def test_a_fork_refused_leaves_the_work_to_the_processes_started() -> None:
     # Three processes asked for, two allowed: the second fork fails (EAGAIN),
     # and the two that run replay every chunk between them, and say so.
-    def run() -> object:
-        started: list[int] = []
-        results = fork_map(
-            list(range(20)),
-            lambda c: c * 3,
-            jobs=3,
-            start_child=lambda: None,
-            started=started.append,
-        )
-        return results, started
-
-    assert _with_one_process_more(run) == ([n * 3 for n in range(20)], [2])
+    assert _with_one_process_more(_on_three) == ([n * 3 for n in range(20)], [2])
 
 
 def test_no_temporary_file_for_a_child_leaves_the_work_to_this_process(tmp_path: Path) -> None:
@@ -469,15 +467,7 @@ def test_no_temporary_file_for_a_child_leaves_the_work_to_this_process(tmp_path:
 
     def run() -> object:
         tempfile.tempdir = str(closed)
-        started: list[int] = []
-        results = fork_map(
-            list(range(20)),
-            lambda c: c * 3,
-            jobs=3,
-            start_child=lambda: None,
-            started=started.append,
-        )
-        return results, started
+        return _on_three()
 
     assert _with_one_process_more(run) == ([n * 3 for n in range(20)], [1])
 

@@ -260,11 +260,17 @@ def _collect(
             lost = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
     missing = count - len(results)
     if missing:
-        raise CapsuleError(
-            f"a replay process {lost or 'left early'}: {missing} chunk(s) of work came back "
-            "with no result and nothing was judged for them; run the audit again, or with "
-            "--jobs 1 to replay in this process alone",
-            code=REPLAY_WORKER_LOST,
-            chunks=missing,
-        )
+        raise worker_lost(lost or "left early", missing)
     return [results[i] for i in range(count)]
+
+
+def worker_lost(how: str, missing: int) -> CapsuleError:
+    """``replay_worker_lost``: a process (forked here, or spawned by the pool)
+    that ``how`` ended without the results of ``missing`` chunks."""
+    return CapsuleError(
+        f"a replay process {how}: {missing} chunk(s) of work came back with no result and "
+        "nothing was judged for them; run the audit again, or with --jobs 1 to replay in "
+        "this process alone",
+        code=REPLAY_WORKER_LOST,
+        chunks=missing,
+    )

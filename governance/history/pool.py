@@ -10,7 +10,6 @@ import pygit2
 
 from governance.core.cache import BlobCache
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Source, commit_where
-from governance.errors import REPLAY_WORKER_LOST, CapsuleError
 from governance.history.cpus import AUTO_ITEMS_PER_PROCESS, AUTO_MAX_PROCESSES
 from governance.history.record_rules import BlobOutcome, judge_blob, read_record_blob
 from governance.history.walk import Version, limit_git_memory
@@ -156,10 +155,11 @@ def replay_items(
 
     from governance.history.forks import can_fork  # noqa: PLC0415 (only for --jobs above 1)
 
+    size = max(1, min(jobs, len(chunks)))  # pool_size, from the chunks just made
     if can_fork():
-        return _forked(repo, chunks, pool_size(jobs, items), chunk_done, tell)
-    tell(pool_size(jobs, items))
-    return _spawned(repo, chunks, pool_size(jobs, items), chunk_done)
+        return _forked(repo, chunks, size, chunk_done, tell)
+    tell(size)
+    return _spawned(repo, chunks, size, chunk_done)
 
 
 def _forked(
@@ -213,6 +213,8 @@ def _spawned(
     from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: PLC0415 (defers concurrent.futures)
     from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415 (as above)
 
+    from governance.history.forks import worker_lost  # noqa: PLC0415 (only for --jobs above 1)
+
     results: list[list[BlobOutcome]] = [[] for _ in chunks]
     left = len(chunks)
     try:
@@ -236,11 +238,5 @@ def _spawned(
     except BrokenProcessPool as exc:
         # A worker that died (killed, out of memory) or could not start (its
         # initializer failed): said as the forked pool says it, not a traceback.
-        raise CapsuleError(
-            f"a replay process failed or died ({exc}): {left} chunk(s) of work came back "
-            "with no result and nothing was judged for them; run the audit again, or with "
-            "--jobs 1 to replay in this process alone",
-            code=REPLAY_WORKER_LOST,
-            chunks=left,
-        ) from exc
+        raise worker_lost(f"failed or died ({exc})", left) from exc
     return [outcome for chunk in results for outcome in chunk]
