@@ -89,6 +89,8 @@ def test_the_sdist_carries_what_its_tests_need(built: dict[str, Path]) -> None:
     for needed in ["LICENSE", "README.md", "Makefile", ".pre-commit-hooks.yaml",
                    "tests/conftest.py", "tests/support/gitrepo.py", "tests/golden/make_golden.py",
                    "tests/data/github-slugger-fixtures.json", "docs/format.md",
+                   "tests/data/rfcs/LICENSE-MIT", "tests/data/rfcs/LICENSE-APACHE",
+                   "tests/data/rfcs/text/3935-Project-Goals-2026.md",
                    "policies/capsule.yml", "packets/GC-003/packet.yml",
                    "scripts/generate_validators.py", "hooks/github-workflow.yml",
                    "governance/examples/continuation-llm.sh"]:  # fmt: skip
