@@ -275,6 +275,8 @@ REPLAY_DIFFERS = _code(
 WAIVERS_MALFORMED = _code("waivers_malformed", MalformedInput)
 # Reported, never raised: a waiver that matches no record version (exit 1).
 WAIVER_UNUSED = _code("waiver_unused", None, exit_code=EXIT_DRIFT)
+# Reported, never raised: a waiver for a record blob still at the range's tip (exit 1).
+WAIVER_AT_TIP = _code("waiver_at_tip", None, exit_code=EXIT_DRIFT)
 
 # The continuation runner.
 AGENT_COMMAND_INVALID = _code("agent_command_invalid", UsageError)

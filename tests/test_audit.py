@@ -54,7 +54,7 @@ def test_every_record_in_history_replays(cli, history: History) -> None:
     assert report["ok"] is True
     assert report["counts"] == {
         "commits": 8, "records": 5, "blobs": 5, "identical": 5, "drift": 0, "error": 0,
-        "waived": 0, "waivers_unused": 0,
+        "waived": 0, "waivers_unused": 0, "waivers_at_tip": 0,
     }  # fmt: skip
     rows = results(report)
     assert sorted(rows) == sorted(history.records)
@@ -197,7 +197,7 @@ def test_repository_without_commits_has_no_records(cli, tmp_path) -> None:
         assert report["range"] == {"spec": "HEAD", "tip": None, "hidden": None, "ends": []}
         assert report["counts"] == {
             "commits": 0, "records": 0, "blobs": 0, "identical": 0, "drift": 0, "error": 0,
-            "waived": 0, "waivers_unused": 0,
+            "waived": 0, "waivers_unused": 0, "waivers_at_tip": 0,
         }  # fmt: skip
         assert report["results"] == []
     text = cli(["audit"], cwd=empty.path)
@@ -417,7 +417,7 @@ def test_sha256_commit_in_a_sha1_repository_is_an_error_row(
     assert code == 1
     assert report["counts"] == {
         "commits": 9, "records": 6, "blobs": 6, "identical": 5, "drift": 0, "error": 1,
-        "waived": 0, "waivers_unused": 0,
+        "waived": 0, "waivers_unused": 0, "waivers_at_tip": 0,
     }  # fmt: skip
     row = results(report)[path]
     assert (row["result"], row["code"], row["commit"]) == ("error", "commit_missing", sha256)

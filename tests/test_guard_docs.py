@@ -61,8 +61,11 @@ def test_workflow_audit_shards_cover_the_matrix() -> None:
     assert audit["strategy"]["fail-fast"] is False
     # The matrix is the shard list alone, so strategy.job-total is its length.
     assert list(audit["strategy"]["matrix"]) == ["shard"]
-    [command] = [r for r in runs(audit) if r.startswith("capsule audit")]
-    assert command == "capsule audit --shard ${{ matrix.shard }}/${{ strategy.job-total }}"
+    commands = [r for r in runs(audit) if r.startswith("capsule audit")]
+    shard = "--shard ${{ matrix.shard }}/${{ strategy.job-total }}"
+    # The full history, and a pull request's own range with its base's waivers.
+    pull_request = f'capsule audit "origin/${{BASE_REF}}..HEAD" {shard}'
+    assert commands == [f"capsule audit {shard}", pull_request]
     # Records replay at their own commits: the whole history must be fetched.
     checkout = next(s for s in audit["steps"] if s.get("uses", "").startswith("actions/checkout"))
     assert checkout["with"]["fetch-depth"] == 0
@@ -79,7 +82,7 @@ def test_workflow_commands_parse() -> None:
             assert argv[1] in COMMANDS
             build_parser().parse_args(argv[1:])
             parsed += 1
-    assert parsed == 2
+    assert parsed == 3
 
 
 def test_workflow_installs_git_capsule_pinned_by_commit_id() -> None:

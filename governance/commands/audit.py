@@ -30,10 +30,13 @@ REV_RANGE:
   resolved to are printed. Rev expressions (HEAD~2, main^) are refused.
 
 waivers:
-  policies/audit-waivers.yml at the range's tip lists known-bad record blobs,
-  each with a reason: their drift or error rows are "waived", not failures. A
+  policies/audit-waivers.yml lists known-bad record blobs, each with a reason:
+  their drift or error rows are "waived", not failures. It is read at A of
+  A..B (a pull request cannot waive what it brings in), else at the tip. A
   waiver that matches no record version of the range (nor, for A..B, of the
-  history before A) is waiver_unused, an error.
+  history before A) is waiver_unused, an error; one for a blob still at its
+  record path at the tip is waiver_at_tip, an error that waives nothing (delete
+  a forged record, then waive it).
 
 sharding a CI matrix:
   N jobs that run the same command with --shard 1/N ... --shard N/N on the same
@@ -44,7 +47,7 @@ exit codes:
      a repository without commits included)
   1  at least one record drifted or could not be replayed (its error code is in
      the table: commit_missing, commit_unreachable, record_misplaced, ...), or a
-     waiver is unused (waiver_unused)
+     waiver is unused (waiver_unused) or names a record at the tip (waiver_at_tip)
   2  bad usage (range, --paths, --jobs, --shard), not a repository, or a
      malformed waiver file (waivers_malformed)
   3  history cannot be walked: object_missing, a partial clone without its
@@ -265,6 +268,11 @@ def run(args: argparse.Namespace) -> int:
             if counts["waivers_unused"]
             else ""
         )
+        + (
+            f", {plural(counts['waivers_at_tip'], 'waiver')} at the tip"
+            if counts["waivers_at_tip"]
+            else ""
+        )
     )
     if signatures is not None:
         shown = ", ".join(f"{n} {status}" for status, n in signatures.counts().items()) or "none"
@@ -330,6 +338,15 @@ def _print_table(report: AuditReport) -> None:
             f"version of {report.range.spec}"
             + (" nor of the history before it" if report.range.hidden else "")
             + ": remove it, or correct its blob id"
+        )
+        lines.append((ERROR, WAIVERS_PATH, "-", "-", printable(detail)))
+    for use in report.refused_waivers:
+        waiver = use.waiver
+        at = f" at {waiver.path}" if waiver.path is not None else ""
+        detail = (
+            f"{use.code}: waiver {waiver.index} (blob {waiver.blob[:12]}{at}) names a record "
+            f"still at {report.range.tip[:12] if report.range.tip else 'the tip'}: it waives "
+            "nothing; delete the forged record, not excuse it"
         )
         lines.append((ERROR, WAIVERS_PATH, "-", "-", printable(detail)))
     widths = [max(len(line[column]) for line in lines) for column in range(4)]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pygit2
 
-from governance.errors import WAIVER_UNUSED
+from governance.errors import WAIVER_AT_TIP, WAIVER_UNUSED
 from governance.history.globs import PathGlobs
 from governance.history.pool import (
     Item,
@@ -40,11 +40,14 @@ from governance.history.record_rules import (
 from governance.history.records import RECORDS_GLOB
 from governance.history.replay import Difference, rebuild_failed
 from governance.history.waivers import (
+    AT_TIP,
     BEFORE_RANGE,
     MATCHED,
     UNUSED,
     Waiver,
+    blob_at,
     read_waivers,
+    waivers_commit,
 )
 from governance.history.walk import Version, find_records, limit_git_memory
 
@@ -142,17 +145,38 @@ def waive(row: Row, waivers: Sequence[Waiver]) -> Row:
 @dataclass(frozen=True)
 class WaiverUse:
     """What became of one waiver: MATCHED (it names a record version of the
-    range), BEFORE_RANGE (A..B: only of the history before A) or UNUSED."""
+    range), BEFORE_RANGE (A..B: only of the history before A), UNUSED, or
+    AT_TIP (it names a record still at the range's tip, and waives nothing)."""
 
     waiver: Waiver
     status: str
 
     @property
     def code(self) -> str | None:
-        return WAIVER_UNUSED if self.status == UNUSED else None
+        return {UNUSED: WAIVER_UNUSED, AT_TIP: WAIVER_AT_TIP}.get(self.status)
 
     def to_json(self) -> dict[str, Any]:
         return {**self.waiver.to_json(), "status": self.status, "code": self.code}
+
+
+def at_tip(
+    repo: pygit2.Repository, waivers: Sequence[Waiver], versions: Sequence[Version], tip: str
+) -> frozenset[int]:
+    """The indices of the waivers that name a record version (every shard's)
+    whose blob is still at its path in ``tip``: a forged record there is to
+    be deleted, not excused."""
+    found: dict[str, str | None] = {}
+
+    def there(version: Version) -> bool:
+        if version.path not in found:
+            found[version.path] = blob_at(repo, tip, version.path)
+        return found[version.path] == version.blob_id
+
+    return frozenset(
+        waiver.index
+        for waiver in waivers
+        if any(waiver.matches(v.path, v.blob_id) and there(v) for v in versions)
+    )
 
 
 def waiver_uses(
@@ -161,15 +185,21 @@ def waiver_uses(
     versions: Sequence[Version],
     where: Range,
     globs: PathGlobs,
+    *,
+    refused: frozenset[int] = frozenset(),
 ) -> list[WaiverUse]:
     """Each waiver, and whether a record version of the range (every shard's)
     matches it; for A..B, one that matches none is looked for before A too,
-    so a range audit does not call an old waiver unused."""
+    so a range audit does not call an old waiver unused. The ``refused``
+    ones (``at_tip``) are AT_TIP."""
 
     def used(waiver: Waiver, among: Sequence[Version]) -> bool:
         return any(waiver.matches(v.path, v.blob_id) for v in among)
 
-    status = {w.index: MATCHED if used(w, versions) else UNUSED for w in waivers}
+    status = {
+        w.index: AT_TIP if w.index in refused else MATCHED if used(w, versions) else UNUSED
+        for w in waivers
+    }
     if UNUSED in status.values() and where.hidden is not None:
         before = find_records(repo, Range(where.spec, where.hidden, None), globs).versions
         for waiver in waivers:
@@ -197,6 +227,11 @@ class AuditReport:
         return [use for use in self.waivers if use.status == UNUSED]
 
     @property
+    def refused_waivers(self) -> list[WaiverUse]:
+        """The waivers of records still at the tip (``waiver_at_tip``)."""
+        return [use for use in self.waivers if use.status == AT_TIP]
+
+    @property
     def counts(self) -> dict[str, int]:
         return {
             "commits": self.commits,
@@ -204,13 +239,15 @@ class AuditReport:
             "blobs": self.blobs,
             **{result: sum(r.result == result for r in self.rows) for result in RESULTS},
             "waivers_unused": len(self.unused_waivers),
+            "waivers_at_tip": len(self.refused_waivers),
         }
 
     @property
     def ok(self) -> bool:
-        """No drift, no error, no unused waiver (waived rows are known, not failures)."""
+        """No drift, no error, no unused or refused waiver (waived rows are
+        known, not failures)."""
         rows_ok = all(r.result in (IDENTICAL, WAIVED) for r in self.rows)
-        return rows_ok and not self.unused_waivers
+        return rows_ok and not self.unused_waivers and not self.refused_waivers
 
     def to_json(self) -> dict[str, Any]:
         index, count = self.shard
@@ -255,8 +292,10 @@ def audit(
     globs = PathGlobs(list(paths))
     where = parse_range(repo, spec)
     found = find_records(repo, where, globs)
-    # Before any replay: a malformed waiver file stops the audit early.
-    waivers = read_waivers(repo, where.tip)
+    # Before any replay: a malformed waiver file stops the audit early. For
+    # A..B they are the base's: a pull request cannot waive its own records.
+    waivers = read_waivers(repo, waivers_commit(where.tip, where.hidden))
+    refused = at_tip(repo, waivers, found.versions, where.tip) if where.tip else frozenset()
     everything = work_items(found.versions)
     index, count = shard_of
     items = shard(everything, index, count)
@@ -272,8 +311,9 @@ def audit(
     done(0)
     ran: list[int] = []
     outcomes = replay_items(repo, items, jobs=jobs, progress=done, started=ran.append)
-    table = [waive(row, waivers) for row in rows(repo, found.versions, items, outcomes)]
-    uses = waiver_uses(repo, waivers, found.versions, where, globs)
+    usable = [waiver for waiver in waivers if waiver.index not in refused]
+    table = [waive(row, usable) for row in rows(repo, found.versions, items, outcomes)]
+    uses = waiver_uses(repo, waivers, found.versions, where, globs, refused=refused)
     return AuditReport(
         where,
         tuple(globs.patterns),

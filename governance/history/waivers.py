@@ -1,11 +1,14 @@
 """Audit waivers: the committed, reviewed list of known-bad record blobs
 (``policies/audit-waivers.yml``) that an audit reports as ``waived``.
 
-The file is read from the tip commit of the audited range, through git
-objects, like everything an audit reads. Each waiver names a record blob
-(optionally only at one path) and says why it is waived. A waiver that
-matches no record version of the range, nor of the history before it, is
-``waiver_unused``: a stale or mistyped waiver is an error, never silence.
+The file is read through git objects, like everything an audit reads, from
+the range's base (A of ``A..B``: a pull request cannot waive what it brings
+in), else from its tip. Each waiver names a record blob (optionally only at
+one path) and says why it is waived. A waiver that matches no record version
+of the range, nor of the history before it, is ``waiver_unused``: a stale or
+mistyped waiver is an error, never silence. A waiver for a blob that is still
+a record at the range's tip is ``waiver_at_tip`` and waives nothing: a forged
+record there must be deleted, not excused.
 """
 
 from __future__ import annotations
@@ -16,16 +19,28 @@ import pygit2
 
 from governance.core.schema import validate
 from governance.core.snapshot import Snapshot
+from governance.core.trees import MODE_TREE, mode_and_id, read_entries
 from governance.core.yamlload import load_yaml
 from governance.errors import (
+    OBJECT_MISSING,
     SOURCE_MISSING,
+    WAIVER_AT_TIP,
     WAIVER_UNUSED,
     WAIVERS_MALFORMED,
     MalformedInput,
     SourceError,
 )
 
-__all__ = ["WAIVERS_PATH", "WAIVER_UNUSED", "Waiver", "parse_waivers", "read_waivers"]
+__all__ = [
+    "WAIVERS_PATH",
+    "WAIVER_AT_TIP",
+    "WAIVER_UNUSED",
+    "Waiver",
+    "blob_at",
+    "parse_waivers",
+    "read_waivers",
+    "waivers_commit",
+]
 
 WAIVERS_PATH = "policies/audit-waivers.yml"
 # A waiver is a line or three; the size is checked from the object header.
@@ -35,6 +50,7 @@ MAX_WAIVERS_BYTES = 256 << 10
 MATCHED = "matched"  # it names a record version of the range
 BEFORE_RANGE = "before_range"  # A..B: it matched a version before A only
 UNUSED = "unused"  # it matched nothing: waiver_unused
+AT_TIP = "at_tip"  # it names a record still at the range's tip: waiver_at_tip
 
 
 @dataclass(frozen=True)
@@ -70,6 +86,43 @@ def parse_waivers(text: str) -> tuple[Waiver, ...]:
         seen[key] = index
         waivers.append(waiver)
     return tuple(waivers)
+
+
+def waivers_commit(tip: str | None, hidden: str | None) -> str | None:
+    """The commit the waivers of a range are read from: its base A for
+    ``A..B`` (the branch a pull request merges into), else its tip."""
+    return hidden if hidden is not None else tip
+
+
+def blob_at(repo: pygit2.Repository, commit: str, path: str) -> str | None:
+    """The id of the entry at ``path`` in ``commit``'s tree (whatever its mode
+    but a folder), or None where there is none."""
+    found = repo[commit]
+    assert isinstance(found, pygit2.Commit)
+    tree_id = found.tree_id.raw
+    size = len(tree_id)
+    *folders, name = path.split("/")
+    try:
+        entries, _ = read_entries(repo, tree_id)
+        for folder in folders:
+            entry = entries.get(folder.encode("utf-8", "surrogateescape"))
+            if entry is None:
+                return None
+            mode, entry_id = mode_and_id(entry, size)
+            if mode != MODE_TREE:
+                return None
+            entries, _ = read_entries(repo, entry_id)
+    except KeyError:
+        raise SourceError(
+            f"a tree on the way to {path} at commit {commit[:12]} is not in this repository "
+            "(a partial clone? clone without --filter)",
+            code=OBJECT_MISSING,
+        ) from None
+    entry = entries.get(name.encode("utf-8", "surrogateescape"))
+    if entry is None:
+        return None
+    mode, entry_id = mode_and_id(entry, size)
+    return None if mode == MODE_TREE else entry_id.hex()
 
 
 def read_waivers(repo: pygit2.Repository, commit: str | None) -> tuple[Waiver, ...]:
