@@ -122,6 +122,36 @@ def test_ambiguous_slug_lists_each_candidate_with_its_shortest_selector(cli, rep
     assert "line 3 (no selector names it alone)" in error["message"]
 
 
+def test_ambiguous_error_lists_at_most_twenty_candidates_with_their_count(cli, repo: Repo) -> None:
+    # A file of 5,000 equal headings: the --json error listed every candidate
+    # (a million of them made 39 MB); it lists the first twenty and the count.
+    with_reads(repo, ["docs/kep.md#a"], "# a\n" * 5000)
+    code, error = build_json(cli, repo)
+    assert (code, error["code"]) == (3, "heading_ambiguous")
+    assert error["candidate_count"] == 5000
+    assert [c["line"] for c in error["candidates"]] == list(range(1, 21))
+    assert error["lines"] == list(range(1, 21))
+    assert "names 5,000 headings" in error["message"]
+    assert "and 4,980 more" in error["message"]
+    assert len(error["message"]) < 4000
+
+
+def test_missing_under_parent_lists_at_most_twenty_elsewhere(cli, repo: Repo) -> None:
+    with_reads(repo, ["docs/kep.md#b/a"], "# a\n" * 300)
+    code, error = build_json(cli, repo)
+    assert (code, error["code"]) == (3, "heading_missing")
+    assert (len(error["candidates"]), error["candidate_count"]) == (20, 300)
+    assert "and 280 more" in error["message"]
+
+
+def test_a_github_number_of_5000_digits_is_missing_not_a_traceback(cli, repo: Repo) -> None:
+    # int() refuses strings of more than 4,300 digits: the position-number
+    # check converted whatever followed the last '-' (ValueError, a traceback).
+    with_reads(repo, ["docs/kep.md#summary-" + "1" * 5000])
+    code, error = build_json(cli, repo)
+    assert (code, error["code"]) == (3, "heading_missing")
+
+
 def test_github_suffix_lists_the_qualified_selectors(cli, repo: Repo) -> None:
     # GitHub's anchor for the second Summary is summary-1: it moves when a
     # Summary is added above, so it is refused, pointing at what to write.

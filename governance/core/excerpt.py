@@ -11,7 +11,6 @@ from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.headings import line_count, parse_headings, split_lines
 from governance.core.tree import Tree
-from governance.core.words import listed
 from governance.errors import SourceError
 
 if TYPE_CHECKING:
@@ -20,8 +19,10 @@ if TYPE_CHECKING:
     from governance.core.snapshot import Snapshot, Source
     from governance.core.tree import Match
 
-# An error lists at most this many candidates in its message; its details list all.
-_SHOWN = 20
+# An error lists at most this many candidates, in its message and in its
+# details, beside their count: a file of a million equal headings made a
+# --json error of 39 MB.
+SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -217,12 +218,14 @@ def candidate_locator(path: str, tree: Tree, index: int) -> str | None:
 
 
 def _listed(path: str, tree: Tree, indices: Sequence[int]) -> tuple[str, list[dict[str, object]]]:
+    # Selectors only for the candidates shown: each may cost a search.
     found: list[dict[str, object]] = [
         {"line": tree.headings[i].line, "locator": candidate_locator(path, tree, i)}
-        for i in indices
+        for i in indices[:SHOWN]
     ]
     shown = [f"line {c['line']} ({c['locator'] or 'no selector names it alone'})" for c in found]
-    return listed(shown, _SHOWN), found
+    more = len(indices) - len(found)
+    return ", ".join(shown) + (f" and {more:,} more" if more else ""), found
 
 
 def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
@@ -237,6 +240,7 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
             where, found = _listed(selector.path, tree, elsewhere)
             message += f"; headings with slug {selector.slug!r}: {where}"
             details["candidates"] = found
+            details["candidate_count"] = len(elsewhere)
         else:
             near = tree.nearest(selector.slug)
             if near:
@@ -254,7 +258,7 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
     where, found = _listed(selector.path, tree, match.candidates)
     count = len(match.candidates)
     message = (
-        f"{selector.locator}: {what} names {count} heading{'s' if count > 1 else ''} in "
+        f"{selector.locator}: {what} names {count:,} heading{'s' if count > 1 else ''} in "
         f"{selector.path} ({where})"
     )
     if match.positional:
@@ -272,4 +276,5 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
         locator=selector.locator,
         lines=[c["line"] for c in found],
         candidates=found,
+        candidate_count=count,
     )

@@ -102,8 +102,12 @@ class Tree:
             pass
         repeat = _REPEAT.fullmatch(slug)
         base = None
-        if repeat and len(self.by_slug.get(repeat.group(1), ())) > int(repeat.group(2)):
-            base = repeat.group(1)
+        # A number of more digits than the count has cannot be below it (and
+        # int() refuses strings of more than 4,300 digits).
+        if repeat:
+            count, number = len(self.by_slug.get(repeat.group(1), ())), repeat.group(2)
+            if len(number) <= len(str(count)) and count > int(number):
+                base = repeat.group(1)
         if slug in self.by_slug:
             self._repeats[slug] = base
         return base
