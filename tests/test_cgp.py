@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from governance.agents.cgp import written
 from support.cgp_session import DATA, Provider, assert_valid
 from support.gitrepo import Repo, packet_yaml
 
@@ -500,6 +501,65 @@ def test_r1_a_malformed_line_gets_bad_request_and_the_provider_keeps_serving(
     assert reply["type"] == "error"
     assert reply["code"] == "bad_request"
     assert ready.query("after", anchors=[ANCHOR])["type"] == "frames"
+
+
+LONE = "\ud800"  # a lone surrogate: JSON can escape it, no UTF-8 holds it
+_QUERY = {"goal": "g", "max_frames": 8, "max_tokens": 100000, "anchors": [ANCHOR]}
+_HELD = {"provider_id": "h", "frame_id": "capsule:P-1@" + "0" * 40 + "/packet"}
+
+
+@pytest.mark.parametrize(
+    ("envelope", "echoed"),
+    [
+        ({"type": "query", "id": LONE, "query": _QUERY}, None),
+        ({"type": "query", "id": "ok" + LONE, "query": _QUERY}, None),
+        ({"type": "query", "id": "q", "query": {**_QUERY, "goal": "phase" + LONE}}, "q"),
+        ({"type": "query", "id": "q", "query": {**_QUERY, "anchors": [ANCHOR, LONE]}}, "q"),
+        ({"type": "query", "id": "q", "query": {**_QUERY, "as_of": LONE}}, "q"),
+        ({"type": "query", "id": "q", "query": {**_QUERY, "kinds": [LONE]}}, "q"),
+        ({"type": "query", "id": "q", "query": {**_QUERY, LONE: 1}}, "q"),
+        ({"type": "query", "id": "q", "future": [{"deep": [LONE]}], "query": _QUERY}, "q"),
+        ({"type": "verify", "request": {"frames": [{**_HELD, "provider_id": LONE}]}}, None),
+        ({"type": "verify", "request": {"frames": [{**_HELD, "frame_id": LONE}]}}, None),
+        ({"type": "verify", "request": {"frames": [{**_HELD, "content_digest": LONE}]}}, None),
+        ({"type": "handshake", "protocol_version": "contextgraph/1.0" + LONE}, None),
+        ({"type": LONE, "id": "u"}, "u"),
+        ({"type": "query" + LONE}, None),
+    ],
+)
+def test_r1_a_lone_surrogate_anywhere_is_a_bad_request_and_the_session_goes_on(
+    ready: Provider, envelope: dict[str, Any], echoed: str | None
+) -> None:
+    # Issue 22 item 4: a lone surrogate in a query id or a provider_id ended the
+    # session with a traceback (UnicodeEncodeError in encode, exit 1).
+    ready.send_raw(json.dumps(envelope).encode("ascii") + b"\n")
+    reply = ready.recv()
+    assert (reply["type"], reply["code"], reply.get("id")) == ("error", "bad_request", echoed)
+    assert "lone surrogate" in reply["message"]
+    assert ready.query("next", anchors=[ANCHOR])["type"] == "frames"
+    ready.send({"type": "shutdown"})
+    assert ready.wait() == 0
+    assert ready.stderr() == ""
+
+
+def test_r1_a_reply_utf8_cannot_hold_is_written_as_an_internal_error() -> None:
+    # Defence in depth: were a repository's undecodable path (held as a lone
+    # surrogate) to reach a reply, the line written is still an envelope.
+    reply = {"type": "frames", "id": "q", "result": {"frames": [{"title": "x\udcff.md"}]}}
+    line = written(reply)
+    assert json.loads(line) == {
+        "type": "error",
+        "code": "internal",
+        "message": "the reply is not encodable as UTF-8",
+        "id": "q",
+    }
+
+
+def test_r1_an_escaped_surrogate_pair_is_text(ready: Provider) -> None:
+    line = json.dumps({"type": "query", "id": "\U0001f600", "query": _QUERY}).encode("ascii")
+    assert b"\\ud83d\\ude00" in line
+    ready.send_raw(line + b"\n")
+    assert ready.recv()["id"] == "\U0001f600"
 
 
 def test_r1_a_line_over_the_bound_is_dropped_with_an_error(ready: Provider) -> None:

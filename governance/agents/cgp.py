@@ -111,8 +111,13 @@ class Session:
             return _error(BAD_REQUEST, "an envelope is a JSON object with a string type")
         kind = envelope["type"]
         correlation = envelope.get("id")
-        echoed = correlation if isinstance(correlation, str) and correlation else None
+        echoed = correlation if isinstance(correlation, str) and _text(correlation) else None
         try:
+            where = lone_surrogate(envelope)
+            if where is not None:
+                # Held as a lone surrogate escape, it is no text a reply could
+                # carry (no UTF-8 holds it): refused where it enters.
+                raise Refusal(BAD_REQUEST, f"{where} holds a lone surrogate: not Unicode text")
             if correlation is not None and echoed is None:
                 raise Refusal(BAD_REQUEST, "id must be a non-empty string")
             if kind == "handshake":
@@ -216,6 +221,34 @@ class Session:
         return {"type": "verified", "response": {"verdicts": verdicts}}
 
 
+def _text(value: str) -> bool:
+    """Non-empty and encodable as UTF-8 (no lone surrogate)."""
+    try:
+        return bool(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return False
+
+
+def lone_surrogate(envelope: dict[str, Any]) -> str | None:
+    """The first member (``query.anchors[2]``) of ``envelope`` whose key or
+    string value holds a lone surrogate, or None. Iterative: JSON nests only as
+    deep as the decoder allows, but the walk must not recurse either."""
+    stack: list[tuple[str, Any]] = [("envelope", envelope)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii() and not _text(value):
+                return where
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not key.isascii() and not _text(key):
+                    return f"a member name in {where}"
+                stack.append((key if where == "envelope" else f"{where}.{key}", item))
+        elif isinstance(value, list):
+            stack += [(f"{where}[{index}]", item) for index, item in enumerate(value)]
+    return None
+
+
 def _identity(given: dict[str, Any]) -> dict[str, Any]:
     # Echoed in full (V2), but only the members a FrameId has.
     identity = {"provider_id": given["provider_id"], "frame_id": given["frame_id"]}
@@ -256,6 +289,18 @@ def encode(envelope: dict[str, Any]) -> bytes:
     return json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
+def written(reply: dict[str, Any]) -> bytes:
+    """``encode(reply)``; should the reply hold what UTF-8 cannot (a lone
+    surrogate from a repository's undecodable path), an ``internal`` error in
+    its place, so that nothing a host or a repository sends ends the session."""
+    try:
+        return encode(reply)
+    except UnicodeEncodeError:
+        correlation = reply.get("id")
+        echoed = correlation if isinstance(correlation, str) and _text(correlation) else None
+        return encode(_with_id(_error(INTERNAL, "the reply is not encodable as UTF-8"), echoed))
+
+
 def decode(line: bytes) -> Any:
     try:
         return json.loads(line.decode("utf-8"))
@@ -281,7 +326,7 @@ def serve(repo: pygit2.Repository, stdin: IO[bytes], stdout: IO[bytes]) -> int:
             except Refusal as refusal:
                 reply = _error(refusal.code, refusal.message)
         if reply is not None:
-            stdout.write(encode(reply))
+            stdout.write(written(reply))
             stdout.flush()
         if session.done:
             break
