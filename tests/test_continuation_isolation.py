@@ -13,6 +13,7 @@ bubblewrap when it is missing (CI runs as root)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shutil
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_continuation_run import (  # noqa: F401 (the fixtures)
@@ -35,44 +37,123 @@ from test_continuation_run import (  # noqa: F401 (the fixtures)
     stub_folder,
 )
 
-from governance.continuation import processes
+from governance.continuation import isolation, limits, processes
 
 NONE = ("--isolation", "none")
 ISOLATED = ("--isolation", "namespaces")
-OFFLINE = ("--isolation", "namespaces", "--network", "none")
+HOST_NETWORK = ("--isolation", "namespaces", "--network", "host")
 MODES = {"not-isolated": NONE, "isolated": ISOLATED}
 
-# Agent a puts SECRET into the channel and stays a while; agent b looks for it.
+# Two ways to an AF_UNIX socket that do not call socket(AF_UNIX): the agent
+# programs below define these, and the tests of the host's sockets use them.
+UNIX_WITHOUT_SOCKET = """\
+import ctypes, mmap, platform, socket, struct
+
+def unpaired():
+    # One end of a datagram socketpair, disconnected by connect(AF_UNSPEC):
+    # an AF_UNIX socket free to bind or send to any abstract name.
+    libc = ctypes.CDLL(None, use_errno=True)
+    end, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    other.close()
+    if libc.connect(end.fileno(), ctypes.create_string_buffer(16), 16) != 0:
+        raise OSError(ctypes.get_errno(), "connect(AF_UNSPEC)")
+    return end
+
+def uring_socket(family, kind):
+    # socket(family, kind, 0) made by io_uring's IORING_OP_SOCKET (opcode 45).
+    setup, enter = {"x86_64": (425, 426), "aarch64": (425, 426)}[platform.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    params = ctypes.create_string_buffer(120)
+    ring = libc.syscall(ctypes.c_long(setup), ctypes.c_long(4), params)
+    if ring < 0:
+        raise OSError(ctypes.get_errno(), "io_uring_setup")
+    sq_entries, cq_entries = struct.unpack_from("<II", params, 0)
+    sq_tail, sq_mask, sq_array = (struct.unpack_from("<I", params, o)[0] for o in (44, 48, 64))
+    cq_head, cq_mask, cqes = (struct.unpack_from("<I", params, o)[0] for o in (80, 88, 100))
+    sq = mmap.mmap(ring, sq_array + 4 * sq_entries, offset=0)
+    cq = mmap.mmap(ring, cqes + 16 * cq_entries, offset=0x8000000)
+    sqes = mmap.mmap(ring, 64 * sq_entries, offset=0x10000000)
+    # fd = domain, off = type, len = protocol.
+    sqes[0:64] = struct.pack("<BBHiQQII", 45, 0, 0, family, kind, 0, 0, 0) + bytes(32)
+    tail = struct.unpack_from("<I", sq, sq_tail)[0]
+    index = tail & struct.unpack_from("<I", sq, sq_mask)[0]
+    struct.pack_into("<I", sq, sq_array + 4 * index, 0)
+    struct.pack_into("<I", sq, sq_tail, tail + 1)
+    args = [ctypes.c_long(n) for n in (enter, ring, 1, 1, 1)]
+    if libc.syscall(*args, None, ctypes.c_long(0)) < 0:
+        raise OSError(ctypes.get_errno(), "io_uring_enter")
+    head = struct.unpack_from("<I", cq, cq_head)[0]
+    index = head & struct.unpack_from("<I", cq, cq_mask)[0]
+    made = struct.unpack_from("<i", cq, cqes + 16 * index + 8)[0]
+    for area in (sq, cq, sqes):
+        area.close()
+    os.close(ring)
+    if made < 0:
+        raise OSError(-made, "IORING_OP_SOCKET")
+    return socket.socket(fileno=made)
+"""
+
+# Agent a puts its answer into every channel and stays a while; agent b looks
+# for it in each. Each channel is a send and a receive function; b's result
+# says what it got through each, a's why a send failed.
 COLLUDE = """\
-import time
+import socket, threading, time
 token = "TOKEN"
 answer = "collusion " + token
-got = "nothing"
+name = "\\0capsule-" + token
+UNIX_WITHOUT_SOCKET
+def serve(server):
+    server.listen()
+    def loop():
+        while True:
+            connection, _ = server.accept()
+            connection.sendall(answer.encode())
+            connection.close()
+    threading.Thread(target=loop, daemon=True).start()
+def keep_sending(end, to):
+    def loop():
+        until = time.monotonic() + 2.5
+        while time.monotonic() < until:
+            try:
+                end.sendto(answer.encode(), to)
+            except OSError:
+                pass
+            time.sleep(0.05)
+    threading.Thread(target=loop, daemon=True).start()
+kept = {}
+CHANNELS
+sent, got = {}, {}
 if slot == "a":
-    try:
-SEND
-    except OSError as exc:
-        got = "send failed: " + type(exc).__name__
+    for channel, (send, _) in CHANNELS.items():
+        try:
+            send()
+            sent[channel] = "nothing"
+        except OSError as exc:
+            sent[channel] = "send failed: " + type(exc).__name__
     time.sleep(3)
 else:
+    got = dict.fromkeys(CHANNELS, "nothing")
     until = time.monotonic() + 2.5
-    while time.monotonic() < until and got == "nothing":
-        try:
-RECEIVE
-        except OSError:
-            pass
+    while time.monotonic() < until and "nothing" in got.values():
+        for channel, (_, receive) in CHANNELS.items():
+            if got[channel] == "nothing":
+                try:
+                    got[channel] = receive()
+                except OSError:
+                    pass
         time.sleep(0.05)
-result["rationale"] = got
+result["rationale"] = json.dumps(sent if slot == "a" else got)
 """
 
 CHANNELS = {
     "world-writable-folder": (
         'open(os.path.join("DROP", token), "w").write(answer)',
-        'got = open(os.path.join("DROP", token)).read()',
+        'return open(os.path.join("DROP", token)).read()',
     ),
     "dev-shm": (
         'open("/dev/shm/capsule-" + token, "w").write(answer)',
-        'got = open("/dev/shm/capsule-" + token).read()',
+        'return open("/dev/shm/capsule-" + token).read()',
     ),
     "sysv-ipc": (
         "import ctypes\n"
@@ -86,52 +167,59 @@ CHANNELS = {
         "libc.shmat.restype = ctypes.c_void_p\n"
         "libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]\n"
         "ident = libc.shmget(KEY, 64, 0o666)\n"
-        "if ident >= 0:\n"
-        "    got = ctypes.string_at(libc.shmat(ident, None, 0), len(answer)).decode()",
+        "if ident < 0:\n"
+        "    raise OSError(ctypes.get_errno(), 'shmget')\n"
+        "return ctypes.string_at(libc.shmat(ident, None, 0), len(answer)).decode()",
     ),
     "abstract-unix-socket": (
-        "import socket, threading\n"
         "server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-        'server.bind("\\0capsule-" + token)\n'
-        "server.listen()\n"
-        "def serve():\n"
-        "    while True:\n"
-        "        connection, _ = server.accept()\n"
-        "        connection.sendall(answer.encode())\n"
-        "        connection.close()\n"
-        "threading.Thread(target=serve, daemon=True).start()",
-        "import socket\n"
+        'server.bind(name + "-stream")\n'
+        "serve(server)",
         "client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-        'client.connect("\\0capsule-" + token)\n'
-        "got = client.recv(100).decode()",
+        'client.connect(name + "-stream")\n'
+        "return client.recv(100).decode()",
+    ),
+    # socket(AF_UNIX) refused, a socketpair's end unpaired binds and sends as well.
+    "abstract-socketpair": (
+        'keep_sending(unpaired(), name + "-pair")',
+        'if "pair" not in kept:\n'
+        "    kept['pair'] = unpaired()\n"
+        '    kept["pair"].bind(name + "-pair")\n'
+        '    kept["pair"].setblocking(False)\n'
+        'return kept["pair"].recv(100).decode()',
+    ),
+    # io_uring makes a full stream socket without calling socket().
+    "io-uring-socket": (
+        "server = uring_socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        'server.bind(name + "-uring")\n'
+        "serve(server)",
+        "client = uring_socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        'client.connect(name + "-uring")\n'
+        "return client.recv(100).decode()",
     ),
     "loopback-tcp": (
-        "import socket, threading\n"
-        "server = socket.socket()\n"
-        'server.bind(("127.0.0.1", PORT))\n'
-        "server.listen()\n"
-        "def serve():\n"
-        "    while True:\n"
-        "        connection, _ = server.accept()\n"
-        "        connection.sendall(answer.encode())\n"
-        "        connection.close()\n"
-        "threading.Thread(target=serve, daemon=True).start()",
-        "import socket\n"
+        'server = socket.socket()\nserver.bind(("127.0.0.1", PORT))\nserve(server)',
         'client = socket.create_connection(("127.0.0.1", PORT), timeout=1)\n'
-        "got = client.recv(100).decode()",
+        "return client.recv(100).decode()",
     ),
 }
 
-# What each channel does, by mode: True when agent b got a's answer.
+COLLUSION_MODES = {"not-isolated": NONE, "isolated": (), "host-network": HOST_NETWORK}
+
+# What each channel does, by mode: True when agent b got a's answer. The
+# default run isolates each agent in namespaces of its own, network included.
 OPEN = {
-    "world-writable-folder": {"not-isolated": True, "isolated": False, "offline": False},
-    "dev-shm": {"not-isolated": True, "isolated": False, "offline": False},
-    "sysv-ipc": {"not-isolated": True, "isolated": False, "offline": False},
-    # Abstract Unix sockets belong to the network namespace, which --network host
-    # shares: isolated, creating any AF_UNIX socket is refused (seccomp) instead.
-    "abstract-unix-socket": {"not-isolated": True, "isolated": False, "offline": False},
-    # Loopback stays open with --network host, as docs/continuation.md says.
-    "loopback-tcp": {"not-isolated": True, "isolated": True, "offline": False},
+    "world-writable-folder": {"not-isolated": True, "isolated": False, "host-network": False},
+    "dev-shm": {"not-isolated": True, "isolated": False, "host-network": False},
+    "sysv-ipc": {"not-isolated": True, "isolated": False, "host-network": False},
+    # Abstract Unix sockets belong to the network namespace: with --network host,
+    # socket(AF_UNIX) is refused (seccomp), and so is io_uring whatever the
+    # network, but an unpaired socketpair still reaches the host's names, and
+    # loopback is the host's: what --network host says it opens.
+    "abstract-unix-socket": {"not-isolated": True, "isolated": False, "host-network": False},
+    "abstract-socketpair": {"not-isolated": True, "isolated": False, "host-network": True},
+    "io-uring-socket": {"not-isolated": True, "isolated": False, "host-network": False},
+    "loopback-tcp": {"not-isolated": True, "isolated": False, "host-network": True},
 }
 
 
@@ -141,6 +229,21 @@ LEFT_BEHIND = ("world-writable-folder", "dev-shm", "sysv-ipc")
 
 def _indent(code: str, depth: int) -> str:
     return "\n".join(" " * depth + line for line in code.splitlines())
+
+
+def _collusion_program() -> str:
+    functions = []
+    for channel, (send, receive) in CHANNELS.items():
+        key = channel.replace("-", "_")
+        functions.append(f"def send_{key}():\n{_indent(send, 4)}\n")
+        functions.append(f"def receive_{key}():\n{_indent(receive, 4)}\n")
+    table = ", ".join(
+        f'"{channel}": (send_{channel.replace("-", "_")}, receive_{channel.replace("-", "_")})'
+        for channel in CHANNELS
+    )
+    return COLLUDE.replace("UNIX_WITHOUT_SOCKET", UNIX_WITHOUT_SOCKET).replace(
+        "CHANNELS\n", "".join(functions) + f"CHANNELS = {{{table}}}\n"
+    )
 
 
 @pytest.fixture
@@ -167,7 +270,43 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.mark.parametrize("mode", ["not-isolated", "isolated", "offline"])
+# One run per mode tries every channel at once; each channel's test reads it.
+_COLLUSIONS: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any]]] = {}
+
+
+def _collusion(cli, capsule: Path, stub, drop_box: Path, mode: str) -> tuple[dict, dict, dict]:
+    if mode in _COLLUSIONS:
+        return _COLLUSIONS[mode]
+    token = secrets.token_hex(8)
+    key = 0x63000000 + secrets.randbelow(1 << 24)
+    code = (
+        _collusion_program()
+        .replace("TOKEN", token)
+        .replace("DROP", str(drop_box))
+        .replace("KEY", str(key))
+        .replace("PORT", str(_free_port()))
+    )
+    try:
+        exit_code, verdict = run(cli, capsule, "--agent", stub(code, name="collude"),
+                                 *COLLUSION_MODES[mode])  # fmt: skip
+        assert exit_code == 0, verdict["checks"]
+        sent = json.loads(verdict["results"][0]["result"]["rationale"])
+        got = json.loads(verdict["results"][1]["result"]["rationale"])
+        # What of each channel is left on the host.
+        left: dict[str, Any] = {
+            "token": token,
+            "world-writable-folder": (drop_box / token).exists(),
+            "dev-shm": Path(f"/dev/shm/capsule-{token}").exists(),
+            "sysv-ipc": key in _sysv_keys(),
+        }
+    finally:
+        Path(f"/dev/shm/capsule-{token}").unlink(missing_ok=True)
+        _remove_sysv(key)
+    _COLLUSIONS[mode] = (sent, got, left)
+    return _COLLUSIONS[mode]
+
+
+@pytest.mark.parametrize("mode", list(COLLUSION_MODES))
 @pytest.mark.parametrize("channel", list(CHANNELS))
 def test_colluding_agents(
     cli,
@@ -178,38 +317,14 @@ def test_colluding_agents(
     channel: str,
     mode: str,
 ) -> None:
-    token = secrets.token_hex(8)
-    key = 0x63000000 + secrets.randbelow(1 << 24)
-    send, receive = CHANNELS[channel]
-    code = (
-        COLLUDE.replace("SEND", _indent(send, 8))
-        .replace("RECEIVE", _indent(receive, 12))
-        .replace("TOKEN", token)
-        .replace("DROP", str(drop_box))
-        .replace("KEY", str(key))
-        .replace("PORT", str(_free_port()))
-    )
-    flags = {"not-isolated": NONE, "isolated": ISOLATED, "offline": OFFLINE}[mode]
-    try:
-        exit_code, verdict = run(cli, capsule, "--agent", stub(code), *flags)
-        assert exit_code == 0, verdict["checks"]
-        sent = verdict["results"][0]["result"]["rationale"]
-        got = verdict["results"][1]["result"]["rationale"]
-        if OPEN[channel][mode]:
-            assert (sent, got) == ("nothing", f"collusion {token}")
-        else:  # a could not send (no such folder), or b could not receive
-            assert got == "nothing"
-            assert sent == "nothing" or sent.startswith("send failed: ")
-        # And nothing of the channel is left on the host.
-        left = {
-            "world-writable-folder": (drop_box / token).exists(),
-            "dev-shm": Path(f"/dev/shm/capsule-{token}").exists(),
-            "sysv-ipc": key in _sysv_keys(),
-        }.get(channel, False)
-        assert left is (mode == "not-isolated" and channel in LEFT_BEHIND)
-    finally:
-        Path(f"/dev/shm/capsule-{token}").unlink(missing_ok=True)
-        _remove_sysv(key)
+    sent, got, left = _collusion(cli, capsule, stub, drop_box, mode)
+    if OPEN[channel][mode]:
+        assert (sent[channel], got[channel]) == ("nothing", f"collusion {left['token']}")
+    else:  # a could not send (no such folder), or b could not receive
+        assert got[channel] == "nothing"
+        assert sent[channel] == "nothing" or sent[channel].startswith("send failed: ")
+    # And nothing of the channel is left on the host.
+    assert left.get(channel, False) is (mode == "not-isolated" and channel in LEFT_BEHIND)
 
 
 @pytest.fixture
@@ -392,6 +507,7 @@ def test_without_bwrap_the_runner_runs_as_before_and_says_why(
     assert document["isolation"] == {
         "mode": "none", "namespaces": [], "network": "host", "tool": None,
         "reason": "bwrap (bubblewrap) is not on PATH", "denied": [], "shared": [],
+        "tmpfs_bytes": None,
     }  # fmt: skip
     # Asked for, isolation that cannot be had stops the run before any agent starts.
     for flags in (ISOLATED, ("--network", "none")):
@@ -491,10 +607,10 @@ def test_sigterm_stops_isolated_agents_and_their_namespaces(capsule: Path, stub)
 
 
 def test_isolated_agent_keeps_socketpair_asyncio_and_inet_sockets(cli, capsule: Path, stub) -> None:
-    # Only socket(AF_UNIX) is refused: a connected pair, an asyncio loop (whose
-    # self-pipe is a socketpair) and an IP socket still work.
+    # Only socket(AF_UNIX) and io_uring are refused: a connected pair, an
+    # asyncio loop (whose self-pipe is a socketpair) and an IP socket still work.
     user = stub(
-        "import asyncio, socket\n"
+        "import asyncio, ctypes, platform, socket\n"
         "a, b = socket.socketpair()\n"
         "asyncio.run(asyncio.sleep(0))\n"
         "socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n"
@@ -503,13 +619,184 @@ def test_isolated_agent_keeps_socketpair_asyncio_and_inet_sockets(cli, capsule: 
         '    unix = "allowed"\n'
         "except OSError as exc:\n"
         "    unix = errno.errorcode[exc.errno]\n"
-        'result["rationale"] = "socketpair, asyncio and AF_INET work; AF_UNIX: " + unix\n'
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "params = ctypes.create_string_buffer(120)\n"
+        "# io_uring_setup, io_uring_enter, io_uring_register: 425 to 427 on both.\n"
+        "assert platform.machine() in ('x86_64', 'aarch64')\n"
+        "uring = []\n"
+        "calls = ((425, (4, params)), (426, (0, 0, 0, 0, None, 0)), (427, (0, 0, None, 0)))\n"
+        "for number, args in calls:\n"
+        "    made = libc.syscall(number, *args)\n"
+        '    uring.append("allowed" if made >= 0 else errno.errorcode[ctypes.get_errno()])\n'
+        'works = "socketpair, asyncio and AF_INET work; AF_UNIX: " + unix\n'
+        'result["rationale"] = works + "; io_uring: " + ", ".join(uring)\n'
     )
     Path(user).write_text(
         Path(user).read_text().replace("import hashlib,", "import errno, hashlib,")
     )
-    code, verdict = run(cli, capsule, "--agent", user, *ISOLATED)
+    code, verdict = run(cli, capsule, "--agent", user)
     assert code == 0, verdict["checks"]
     assert [e["result"]["rationale"] for e in verdict["results"]] == [
-        "socketpair, asyncio and AF_INET work; AF_UNIX: EPERM"
+        "socketpair, asyncio and AF_INET work; AF_UNIX: EPERM; io_uring: EPERM, EPERM, EPERM"
     ] * 2
+
+
+# -- the host's abstract sockets, and what --network host opens -----------------
+
+REACH_HOST = """\
+UNIX_WITHOUT_SOCKET
+reached = {}
+try:
+    unpaired().sendto(b"reached", "\\0capsule-host-TOKEN-dgram")
+    reached["datagram"] = "sent"
+except OSError as exc:
+    reached["datagram"] = type(exc).__name__
+try:
+    client = uring_socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect("\\0capsule-host-TOKEN-stream")
+    client.sendall(b"reached")
+    reached["stream"] = "sent"
+except OSError as exc:
+    reached["stream"] = type(exc).__name__
+reached["listed"] = "capsule-host-TOKEN" in open("/proc/net/unix").read()
+result["rationale"] = json.dumps(reached, sort_keys=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["isolated", "host-network"])
+def test_agent_reaching_a_listener_on_the_host_abstract_namespace(
+    cli, capsule: Path, stub, mode: str
+) -> None:
+    # What a root daemon (X11, D-Bus, a container runtime) listens on, here
+    # both kinds: a datagram name and a stream listener.
+    token = secrets.token_hex(8)
+    datagram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    datagram.bind(f"\0capsule-host-{token}-dgram")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(f"\0capsule-host-{token}-stream")
+    listener.listen(8)
+    for end in (datagram, listener):
+        end.setblocking(False)
+    program = REACH_HOST.replace("UNIX_WITHOUT_SOCKET", UNIX_WITHOUT_SOCKET)
+    try:
+        code, verdict = run(
+            cli, capsule, "--agent", stub(program.replace("TOKEN", token)),
+            *COLLUSION_MODES[mode],
+        )  # fmt: skip
+        assert code == 0, verdict["checks"]
+        heard = []
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                heard.append(datagram.recv(100))
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                heard.append(listener.accept()[0].recv(100))
+    finally:
+        datagram.close()
+        listener.close()
+    reached = [json.loads(entry["result"]["rationale"]) for entry in verdict["results"]]
+    if mode == "isolated":
+        # Its own network namespace: the host's names are not there to reach.
+        assert heard == []
+        assert (
+            reached
+            == [
+                {"datagram": "ConnectionRefusedError", "listed": False, "stream": "PermissionError"}
+            ]
+            * 2
+        )
+    else:
+        # The host's names, listed and reached through a socketpair; io_uring,
+        # whatever the network, is refused.
+        assert heard == [b"reached"] * 2
+        assert reached == [{"datagram": "sent", "listed": True, "stream": "PermissionError"}] * 2
+
+
+def test_network_host_says_what_it_opens_and_enforces_no_claim(
+    cli, capsule: Path, stub, tmp_path: Path
+) -> None:
+    evidence = tmp_path / "evidence.json"
+    result = cli(
+        ["continuation", "run", str(capsule), "--json", "--agent", stub(),
+         "--evidence", str(evidence), "--network", "host"]
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert (
+        "capsule: --network host: each agent shares the host's network "
+        "namespace: the network, loopback (the other agent and every service listening "
+        "on the host's loopback) and the host's abstract Unix sockets (what "
+        "/proc/net/unix lists); the workspace and prior-context claims are "
+        "runner-observed, not runner-enforced"
+    ) in result.err
+    verdict = json.loads(result.out)
+    assert verdict["claims"]["fresh_workspace"] == "runner_observed"
+    assert verdict["claims"]["no_prior_context"] == "runner_observed"
+    document = json.loads(evidence.read_bytes())
+    assert document["isolation"]["network"] == "host"
+    assert "net" not in document["isolation"]["namespaces"]
+    assert (
+        "the host's network, loopback included, and the host's abstract Unix sockets "
+        "through a socketpair"
+    ) in document["agents"][0]["observed"][4]
+
+
+# -- what one agent can pin ------------------------------------------------------
+
+FILL = """\
+import errno
+filled = {}
+for folder, cap in (("/tmp", TMP), ("/dev/shm", SHM), ("/", 1 << 20), ("/dev", 1 << 20)):
+    written, stopped = 0, "nothing"
+    chunk = b"x" * (1 << 20)
+    try:
+        with open(os.path.join(folder, "fill-" + slot), "wb", buffering=0) as handle:
+            while written <= cap:
+                written += handle.write(chunk)
+    except OSError as exc:
+        stopped = errno.errorcode[exc.errno]
+    filled[folder] = [written, stopped]
+result["rationale"] = json.dumps(filled)
+"""
+
+
+def test_agent_filling_its_private_tmp_beyond_the_cap(cli, capsule: Path, stub) -> None:
+    # Each tmpfs once took half the machine's memory, and / and /dev (tmpfs
+    # too) were writable: one agent could pin it all.
+    tmp, shm = isolation.TMP_BYTES, isolation.SHM_BYTES
+    filler = stub(FILL.replace("TMP", str(tmp)).replace("SHM", str(shm)))
+    code, verdict = run(cli, capsule, "--agent", filler)
+    assert code == 0, verdict["checks"]
+    for entry in verdict["results"]:
+        filled = json.loads(entry["result"]["rationale"])
+        assert filled == {
+            "/tmp": [filled["/tmp"][0], "ENOSPC"],
+            "/dev/shm": [filled["/dev/shm"][0], "ENOSPC"],
+            "/": [0, "EROFS"],
+            "/dev": [0, "EROFS"],
+        }
+        # Full at the cap (less what the agent's own program took there).
+        assert tmp - (4 << 20) <= filled["/tmp"][0] <= tmp
+        assert shm - (1 << 20) <= filled["/dev/shm"][0] <= shm
+
+
+def test_agent_allocating_past_the_memory_bound(cli, capsule: Path, stub, tmp_path: Path) -> None:
+    bound = limits.DATA_LIMIT
+    hog = stub(
+        "import mmap\n"
+        "def allocate(size):\n"
+        "    # Private memory, as malloc maps it: counted whole, not one page touched.\n"
+        "    try:\n"
+        "        return len(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE))\n"
+        "    except OSError as exc:\n"
+        "        return os.strerror(exc.errno)\n"
+        f'result["rationale"] = json.dumps([allocate({bound} // 2), allocate({bound})])\n'
+    )
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(cli, capsule, "--agent", hog, "--evidence", str(evidence))
+    assert code == 0, verdict["checks"]
+    # Half the bound is there (reserved, never touched); the whole is not.
+    assert [json.loads(e["result"]["rationale"]) for e in verdict["results"]] == [
+        [bound // 2, "Cannot allocate memory"]
+    ] * 2
+    agents = json.loads(evidence.read_bytes())["agents"]
+    assert [agent["limits"]["data"] for agent in agents] == [bound] * 2

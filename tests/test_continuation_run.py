@@ -495,19 +495,27 @@ def test_a_changed_or_replaced_prompt_file_is_seen(tmp_path: Path) -> None:
 # -- evidence and what it lets the verdict claim -----------------------------
 
 
-@pytest.mark.parametrize("isolation", ["namespaces", "none"])
+EVIDENCE_MODES = {
+    "namespaces": ("--isolation", "namespaces"),
+    "host-network": ("--isolation", "namespaces", "--network", "host"),
+    "none": ("--isolation", "none"),
+}
+
+
+@pytest.mark.parametrize("isolation", list(EVIDENCE_MODES))
 def test_evidence_makes_workspace_claims_runner_observed(
     cli, capsule: Path, stub, tmp_path: Path, isolation: str
 ) -> None:
-    # Observed by the runner either way; enforced only where it isolated the agents.
-    isolated = isolation == "namespaces"
-    claim = "runner_enforced" if isolated else "runner_observed"
+    # Observed by the runner either way; enforced only where it isolated the
+    # agents, each in a network namespace of its own.
+    isolated = isolation != "none"
+    claim = "runner_enforced" if isolation == "namespaces" else "runner_observed"
     names = ["CAPSULE_AGENT_SLOT", "CAPSULE_PROMPT_FILE", "HOME", "LANG", "LC_ALL", "PATH"]
     names += ["PWD"] if isolated else []
     agent = stub()
     evidence = tmp_path / "evidence.json"
     code, verdict = run(
-        cli, capsule, "--agent", agent, "--evidence", str(evidence), "--isolation", isolation
+        cli, capsule, "--agent", agent, "--evidence", str(evidence), *EVIDENCE_MODES[isolation]
     )
     assert code == 0
     data = evidence.read_bytes()
@@ -534,19 +542,28 @@ def test_evidence_makes_workspace_claims_runner_observed(
         "same bytes after it ended"
     )
     if isolated:
+        own = isolation == "namespaces"
+        namespaces = ["user", "mount", "pid", "ipc", "uts", *(["net"] if own else [])]
         assert observed[4].startswith(
-            "agent a: it ran isolated by /usr/bin/bwrap in its own user, mount, pid, ipc, uts "
+            f"agent a: it ran isolated by /usr/bin/bwrap in its own {', '.join(namespaces)} "
             "namespaces: it saw the system folders read-only, its workspace read-only at "
             "/workspace"
         )
-        assert (
-            "the host's network, loopback included; no Unix sockets (socket(AF_UNIX) "
-            "refused), so no abstract ones"
-        ) in observed[4]
+        assert "a private /tmp of 256 MiB and /dev/shm of 64 MiB, a private /dev" in observed[4]
+        network = (
+            "no network (a network namespace of its own: its own loopback and its own "
+            "abstract Unix sockets)"
+            if own
+            else "the host's network, loopback included, and the host's abstract Unix "
+            "sockets through a socketpair"
+        )
+        assert f"{network}; socket(AF_UNIX) and io_uring refused;" in observed[4]
         assert document["isolation"] == {
-            "mode": "namespaces", "namespaces": ["user", "mount", "pid", "ipc", "uts"],
-            "network": "host", "tool": "/usr/bin/bwrap", "reason": None,
-            "denied": ["socket(AF_UNIX)"], "shared": [],
+            "mode": "namespaces", "namespaces": namespaces,
+            "network": "none" if own else "host", "tool": "/usr/bin/bwrap", "reason": None,
+            "denied": ["socket(AF_UNIX)", "io_uring_setup", "io_uring_enter",
+                       "io_uring_register"],
+            "shared": [], "tmpfs_bytes": {"/dev/shm": 64 << 20, "/tmp": 256 << 20},
         }  # fmt: skip
         assert "the network" in observed[-1]
     else:
@@ -556,6 +573,7 @@ def test_evidence_makes_workspace_claims_runner_observed(
         assert document["isolation"] == {
             "mode": "none", "namespaces": [], "network": "host", "tool": None,
             "reason": "--isolation none was given", "denied": [], "shared": [],
+            "tmpfs_bytes": None,
         }  # fmt: skip
         assert "command lines" in observed[-1]
     assert verdict["claims"] == {

@@ -117,8 +117,9 @@ def _register_run(commands: Any) -> None:
             "unless --pass-env PATH), LANG and LC_ALL (C.UTF-8), HOME, "
             "CAPSULE_AGENT_SLOT (a or b), CAPSULE_PROMPT_FILE and the --pass-env names, "
             "in a session of its "
-            "own (no controlling terminal), with no new privileges, no core dumps and "
-            "files of at most 1 GiB. Run as root, each agent runs as its own unused uid "
+            "own (no controlling terminal), with no new privileges, no core dumps, "
+            "files of at most 1 GiB and at most 4 GiB of private memory a process. Run "
+            "as root, each agent runs as its own unused uid "
             "and gid (no supplementary groups, at most 256 processes), so the command, "
             "its interpreter and all it reads must be usable by a user that owns nothing: "
             "world-readable and, along the way, world-searchable. Without root, agents "
@@ -129,13 +130,14 @@ def _register_run(commands: Any) -> None:
             "found changed afterwards fails that agent. SIGTERM or SIGHUP stop the "
             "agents, remove the workspaces and exit 143 or 129. Then the results are "
             "verified as by 'verify'. Where the runner can create namespaces (bwrap on "
-            "PATH), each agent also runs isolated in its own user, mount, PID, IPC and UTS "
-            "namespaces: the system folders read-only, its workspace read-only at "
-            "/workspace, private /tmp and /dev/shm, and no view of the repository, HOME, "
-            "the other agent or the runner (--isolation, --network, --share). Without "
-            "namespaces this is not a sandbox: agents can still read world-readable "
-            "files and see other processes' command lines; either way they reach the "
-            "network unless --network none."
+            "PATH), each agent also runs isolated in its own user, mount, PID, IPC, UTS "
+            "and network namespaces (no network unless --network host): the system "
+            "folders read-only, its workspace read-only at /workspace, a private /tmp of "
+            "256 MiB and /dev/shm of 64 MiB, no io_uring, and no view of the repository, "
+            "HOME, the other agent or the runner (--isolation, --network, --share). "
+            "Without namespaces this is not a sandbox: agents can still read "
+            "world-readable files, see other processes' command lines and reach the "
+            "network."
         ),
         epilog=CHECKS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -198,13 +200,16 @@ def _register_run(commands: Any) -> None:
     )
     parser.add_argument(
         "--network",
-        choices=("host", "none"),
-        default="host",
+        choices=("none", "host"),
+        default=None,
         help=(
-            "host (default): agents use the host's network, as model APIs need (loopback "
-            "included, so two isolated agents can still talk over it); none: "
-            "each gets a network namespace of its own with only its own loopback "
-            "(needs namespace isolation)"
+            "none (the default under namespace isolation): each agent gets a network "
+            "namespace of its own, with only its own loopback and its own abstract Unix "
+            "sockets; given, it insists on namespaces (isolation_unavailable). host: "
+            "agents use the host's network, as a model API needs, and with it loopback "
+            "(each other and every service listening there) and the host's abstract Unix "
+            "sockets; the run says so on stderr, and the workspace and prior-context "
+            "claims are then runner_observed, not runner_enforced"
         ),
     )
     parser.add_argument(

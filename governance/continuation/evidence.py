@@ -175,21 +175,31 @@ class AgentRun:
         isolation = self.isolation
         if not isolation.enforced:
             return f"it was not isolated in namespaces: {isolation.reason}"
-        network = (
-            "no network (a network namespace of its own: loopback only, its own)"
-            if isolation.network == "none"
-            else "the host's network, loopback included"
-        )
+        if isolation.network == "none":
+            network = (
+                "no network (a network namespace of its own: its own loopback and its own "
+                "abstract Unix sockets)"
+            )
+        else:
+            network = (
+                "the host's network, loopback included, and the host's abstract Unix sockets "
+                "through a socketpair"
+            )
         if isolation.unix_sockets_denied:
-            network += "; no Unix sockets (socket(AF_UNIX) refused), so no abstract ones"
-        elif isolation.network != "none":
-            network += ", and abstract Unix sockets"
+            network += "; socket(AF_UNIX) and io_uring refused"
+        sizes = isolation.tmpfs_bytes
+        tmp = (
+            "private /tmp and /dev/shm of unbounded size (this bwrap has no --size)"
+            if sizes is None
+            else f"a private /tmp of {_mib(sizes['/tmp'])} and /dev/shm of "
+            f"{_mib(sizes['/dev/shm'])}"
+        )
         return (
             f"it ran isolated by {isolation.tool} in its own "
             f"{', '.join(isolation.namespaces)} namespaces: it saw the system folders "
             f"read-only, its workspace read-only at {WORKSPACE}, its prompt folder "
             f"read-only at {PROMPT_FOLDER}, its own program and interpreters read-only, "
-            "private /tmp, /dev/shm, /dev and /proc, and nothing else of the file system "
+            f"{tmp}, a private /dev and /proc, and nothing else of the file system "
             f"unless shared; {network}; its processes ended with it"
         )
 
@@ -228,6 +238,10 @@ class AgentRun:
         }
 
 
+def _mib(size: int) -> str:
+    return f"{size >> 20} MiB" if size % (1 << 20) == 0 else f"{size} bytes"
+
+
 NOT_OBSERVED = (
     "not observed: what an agent read or sent outside its workspace (files its user can "
     "read, other processes' command lines, the network), nor what a model behind it "
@@ -243,11 +257,13 @@ NOT_ENFORCED = (
 def attestation(runs: Sequence[AgentRun], evidence_sha256: str) -> Attestation:
     """What the verdict may say the runner observed, given kept evidence."""
     observed = [note for run in runs for note in run.observed()]
-    enforced = bool(runs) and all(run.isolation.enforced for run in runs)
+    isolated = bool(runs) and all(run.isolation.enforced for run in runs)
     return Attestation(
         evidence_sha256=evidence_sha256,
-        observed=(*observed, NOT_ENFORCED if enforced else NOT_OBSERVED),
-        isolation_enforced=enforced,
+        observed=(*observed, NOT_ENFORCED if isolated else NOT_OBSERVED),
+        # Enforced: isolated, each in a network namespace of its own (the host's
+        # shares loopback and abstract sockets, between the agents and the host).
+        isolation_enforced=bool(runs) and all(run.isolation.claims_enforced for run in runs),
         workspaces_observed=bool(runs) and all(run.workspace_observed for run in runs),
         prompt_delivered=bool(runs) and all(run.prompt_delivered for run in runs),
     )

@@ -19,8 +19,9 @@ from governance.output import shown
 AUTO = "auto"
 NAMESPACES = "namespaces"
 NONE = "none"
+HOST = "host"
 ISOLATION_CHOICES = (AUTO, NAMESPACES, NONE)
-NETWORK_CHOICES = ("host", "none")
+NETWORK_CHOICES = (HOST, NONE)
 
 TOOL = "bwrap"
 # Where the agent finds its workspace (its cwd and HOME) and its prompt file.
@@ -34,6 +35,19 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"
 # Files of /etc that may point outside it (systemd-resolved's resolv.conf).
 FOLLOWED = ("/etc/resolv.conf", "/etc/localtime")
 
+# The size of the agent's private /tmp and /dev/shm (each a tmpfs, which
+# would otherwise take up to half the machine's memory).
+TMP_BYTES = 256 << 20
+SHM_BYTES = 64 << 20
+
+# What --network host opens, said before the agents run.
+HOST_NETWORK_OPENS = (
+    "--network host: each agent shares the host's network namespace: the network, "
+    "loopback (the other agent and every service listening on the host's loopback) and "
+    "the host's abstract Unix sockets (what /proc/net/unix lists); the workspace and "
+    "prior-context claims are runner-observed, not runner-enforced"
+)
+
 _PROBE_SECONDS = 10.0
 
 
@@ -46,12 +60,29 @@ class Isolation:
     tool: str | None = None
     reason: str | None = None
     disable_userns: bool = False
-    # socket(AF_UNIX) refused by a seccomp filter (see seccomp.py).
+    # socket(AF_UNIX) and io_uring refused by a seccomp filter (see seccomp.py).
     unix_sockets_denied: bool = False
+    # This bwrap sizes a tmpfs (--size): /tmp and /dev/shm hold at most
+    # TMP_BYTES and SHM_BYTES.
+    sized_tmpfs: bool = False
 
     @property
     def enforced(self) -> bool:
         return self.mode == NAMESPACES
+
+    @property
+    def claims_enforced(self) -> bool:
+        """Namespaces that keep each agent to its own workspace and its own
+        channels: the host's network namespace would share loopback and the
+        host's abstract Unix sockets, between the agents and with the host."""
+        return self.enforced and self.network == NONE
+
+    @property
+    def tmpfs_bytes(self) -> dict[str, int] | None:
+        """The size of each private tmpfs, or None (not isolated, or unbounded)."""
+        if not (self.enforced and self.sized_tmpfs):
+            return None
+        return {"/dev/shm": SHM_BYTES, "/tmp": TMP_BYTES}
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -75,29 +106,31 @@ class Isolation:
             "network": self.network,
             "tool": None if self.tool is None else shown(self.tool),
             "reason": self.reason,
-            "denied": ["socket(AF_UNIX)"] if self.unix_sockets_denied else [],
+            "denied": list(seccomp.DENIED) if self.unix_sockets_denied else [],
+            "tmpfs_bytes": self.tmpfs_bytes,
         }
 
 
 def not_isolated(reason: str) -> Isolation:
-    return Isolation(NONE, "host", reason=reason)
+    return Isolation(NONE, HOST, reason=reason)
 
 
 def resolve(
     requested: str,
-    network: str,
+    network: str | None,
     environ: Mapping[str, str],
     probe: Callable[[Sequence[str]], tuple[int, str]],
     usable: Callable[[str], str | None],
 ) -> Isolation:
     """What isolation this run gets. ``auto`` takes namespaces when they can be
     made here and otherwise says why not; ``namespaces`` insists, and so does
-    ``--network none`` (an agent is never given the network it was denied).
-    ``probe`` runs a command as the agents' user; ``usable`` says why that
-    user cannot run a program, or None."""
+    ``--network none`` given (an agent is never given the network it was
+    denied). ``network`` None is the default: a network namespace of its own
+    for each isolated agent. ``probe`` runs a command as the agents' user;
+    ``usable`` says why that user cannot run a program, or None."""
     if requested not in ISOLATION_CHOICES:
         raise UsageError(f"--isolation {requested!r}: not one of {ISOLATION_CHOICES}")
-    if network not in NETWORK_CHOICES:
+    if network is not None and network not in NETWORK_CHOICES:
         raise UsageError(f"--network {network!r}: not one of {NETWORK_CHOICES}")
     if requested == NONE:
         if network == NONE:
@@ -106,7 +139,7 @@ def resolve(
                 code="isolation_unavailable",
             )
         return not_isolated("--isolation none was given")
-    isolation = _available(network, environ, probe, usable)
+    isolation = _available(network or NONE, environ, probe, usable)
     if isolation.enforced:
         return isolation
     if requested == NAMESPACES or network == NONE:
@@ -139,13 +172,13 @@ def _probe(tool: str, network: str, probe: Callable[[Sequence[str]], tuple[int, 
     """Isolation as bwrap really gives it here: nested or locked-down
     containers may refuse user namespaces, and older bwraps lack options."""
     code, out = probe([tool, "--help"])
-    disable_userns = code == 0 and "--disable-userns" in out
     candidate = Isolation(
         NAMESPACES,
         network,
         tool=tool,
-        disable_userns=disable_userns,
+        disable_userns=code == 0 and "--disable-userns" in out,
         unix_sockets_denied=seccomp.supported(),
+        sized_tmpfs=code == 0 and "--size" in out,
     )
     fd = seccomp.file_descriptor() if candidate.unix_sockets_denied else None
     try:
@@ -241,11 +274,13 @@ def command(
     seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bwrap command that runs ``argv`` isolated: its own user, mount, PID,
-    IPC and UTS namespaces (and network, for ``--network none``); the
-    system read-only; the workspace read-only at /workspace; the prompt folder
-    read-only at /run/capsule; private, empty /tmp and /dev/shm; a private
-    /dev and /proc; no view of anything else. When the agent ends, so does its
-    PID namespace and every process in it; bwrap dies with the runner."""
+    IPC, UTS and network namespaces (the host's network for ``--network
+    host``); the system read-only; the workspace read-only at /workspace; the
+    prompt folder read-only at /run/capsule; private, empty /tmp and /dev/shm
+    of a bounded size; a private /dev and /proc; the root and /dev (tmpfs that
+    bwrap makes) read-only; no view of anything else. When the agent ends, so
+    does its PID namespace and every process in it; bwrap dies with the
+    runner."""
     args = [
         isolation.tool or TOOL,
         "--unshare-user",
@@ -264,7 +299,10 @@ def command(
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
     args += _system_view()
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    for path, size in (("/dev/shm", SHM_BYTES), ("/tmp", TMP_BYTES)):
+        args += ["--size", str(size)] if isolation.sized_tmpfs else []
+        args += ["--tmpfs", path]
     args += program_view(programs)
     for path in shared:
         args += ["--ro-bind", path, path]
@@ -272,6 +310,9 @@ def command(
         args += ["--ro-bind", workspace, WORKSPACE]
     if prompt_folder is not None:
         args += ["--ro-bind", prompt_folder, PROMPT_FOLDER]
+    # Last, once every mount point is made: what bwrap's own tmpfs would
+    # otherwise let the agent fill.
+    args += ["--remount-ro", "/dev", "--remount-ro", "/"]
     args += ["--chdir", "/" if workspace is None else WORKSPACE, "--", *argv]
     return args
 

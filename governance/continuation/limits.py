@@ -17,6 +17,12 @@ from governance.continuation.users import RunAs
 # a uid, so it is only set for a dedicated uid, never for the runner's own.
 NPROC_LIMIT = 256
 FSIZE_LIMIT = 1 << 30
+# The private memory one process may map (RLIMIT_DATA: its heap and every
+# private writable mapping, counted whole when mapped, touched or not). Not
+# RLIMIT_AS: address space is not memory, and Node's WebAssembly (hence its
+# fetch) reserves some 10 GiB of it, so an address-space bound that stops
+# nothing big would stop the model clients agents are made of.
+DATA_LIMIT = 4 << 30
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
@@ -28,9 +34,16 @@ class Limits:
 
     nproc: int | None
     fsize: int
+    data: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"nproc": self.nproc, "fsize": self.fsize, "core": 0, "no_new_privs": True}
+        return {
+            "nproc": self.nproc,
+            "fsize": self.fsize,
+            "data": self.data,
+            "core": 0,
+            "no_new_privs": True,
+        }
 
 
 @functools.cache
@@ -61,7 +74,11 @@ def limits_for(run_as: RunAs) -> Limits:
         return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
 
     nproc = capped(resource.RLIMIT_NPROC, NPROC_LIMIT) if run_as.dedicated else None
-    return Limits(nproc=nproc, fsize=capped(resource.RLIMIT_FSIZE, FSIZE_LIMIT))
+    return Limits(
+        nproc=nproc,
+        fsize=capped(resource.RLIMIT_FSIZE, FSIZE_LIMIT),
+        data=capped(resource.RLIMIT_DATA, DATA_LIMIT),
+    )
 
 
 def limiter(limits: Limits) -> Callable[[], None]:
@@ -77,6 +94,7 @@ def limiter(limits: Limits) -> Callable[[], None]:
         if limits.nproc is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.fsize, limits.fsize))
+        resource.setrlimit(resource.RLIMIT_DATA, (limits.data, limits.data))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         # Setuid programs cannot lift the agent back out of its uid.
         if prctl(_PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), zero, zero, zero) != 0:

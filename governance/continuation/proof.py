@@ -12,7 +12,14 @@ from typing import Any
 from governance import __version__
 from governance.continuation import DEFAULT_TIMEOUT, MAX_TIMEOUT, prompt
 from governance.continuation.evidence import AgentRun, attestation, evidence
-from governance.continuation.isolation import AUTO, check_share, resolve, run_probe
+from governance.continuation.isolation import (
+    AUTO,
+    HOST,
+    HOST_NETWORK_OPENS,
+    check_share,
+    resolve,
+    run_probe,
+)
 from governance.continuation.limits import limiter, limits_for
 from governance.continuation.preflight import (
     DEFAULT_PATH,
@@ -106,7 +113,7 @@ def run_and_verify(
     pass_env: Sequence[str] = (),
     evidence_path: str | None = None,
     isolation: str = AUTO,
-    network: str = "host",
+    network: str | None = None,
     share: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
@@ -114,8 +121,9 @@ def run_and_verify(
     """Run two fresh agents on the capsule, keep the evidence (when asked) and
     verify their results, each isolated in namespaces where that can be done
     (``isolation`` auto), must be done (namespaces, or ``network`` none) or is
-    not wanted (none). Every usage error is raised before an agent starts;
-    ``progress`` hears, in words, what is about to run."""
+    not wanted (none); isolated, each has a network namespace of its own
+    unless ``network`` is host. Every usage error is raised before an agent
+    starts; ``progress`` hears, in words, what is about to run."""
     environ = os.environ if environ is None else environ
     capsule = read_capsule_file(capsule_path)
     if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
@@ -161,6 +169,8 @@ def run_and_verify(
             f"running agents a and b {who} in fresh read-only workspaces "
             f"(timeout {timeout:g} s each), {in_force.describe()}"
         )
+        if in_force.enforced and in_force.network == HOST:
+            progress(HOST_NETWORK_OPENS)
     runs = run_agents(
         capsule.data,
         commands,

@@ -1,7 +1,10 @@
-"""A seccomp filter that refuses ``socket(AF_UNIX, ...)`` to an isolated agent,
-as classic BPF for bwrap's ``--seccomp``: abstract Unix sockets live in the
-network namespace, so with ``--network host`` two agents could otherwise
-meet at one. ``socketpair`` stays allowed (a connected pair reaches no one)."""
+"""A seccomp filter that refuses an isolated agent ``socket(AF_UNIX, ...)`` and
+io_uring, as classic BPF for bwrap's ``--seccomp``: abstract Unix sockets live
+in the network namespace, so with ``--network host`` two agents could
+otherwise meet at one, and io_uring's IORING_OP_SOCKET makes any socket
+without calling ``socket()`` (nor does seccomp see what a ring runs).
+``socketpair`` stays allowed: a connected pair reaches no one, though one end,
+disconnected, may bind a name of the namespace it is in."""
 
 from __future__ import annotations
 
@@ -9,8 +12,11 @@ import errno
 import os
 import platform
 import struct
+from collections.abc import Sequence
+from typing import NamedTuple
 
 AF_UNIX = 1
+DENIED = ("socket(AF_UNIX)", "io_uring_setup", "io_uring_enter", "io_uring_register")
 
 _LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
@@ -23,13 +29,22 @@ _DENY = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO | EPERM
 _NR, _ARCH, _ARG0 = 0, 4, 16
 
 _X32_BIT = 0x40000000
-_NEVER = 0xFFFFFFFF  # no arch or system call has this number
-# machine: (audit arch, socket's number, the compat arch and its socket and
-# socketcall numbers, or None)
-_ARCHES: dict[str, tuple[int, int, tuple[int, int, int] | None]] = {
-    "x86_64": (0xC000003E, 41, (0x40000003, 359, 102)),
+# io_uring_setup, io_uring_enter, io_uring_register: one number on every
+# architecture and compat entry (they came after the tables were unified).
+_IO_URING = (425, 426, 427)
+
+
+class _Arch(NamedTuple):
+    audit: int
+    socket: int
+    socketcall: int | None = None
+
+
+# machine: the native arch and, where a 32-bit compat entry exists, that one.
+_ARCHES: dict[str, tuple[_Arch, _Arch | None]] = {
+    "x86_64": (_Arch(0xC000003E, 41), _Arch(0x40000003, 359, socketcall=102)),
     # 32-bit ARM has no socketcall on the compat entry.
-    "aarch64": (0xC00000B7, 198, (0x40000028, 281, 0xFFFFFFFF)),
+    "aarch64": (_Arch(0xC00000B7, 198), _Arch(0x40000028, 281)),
 }
 
 
@@ -41,32 +56,69 @@ def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
+def _assemble(lines: Sequence[tuple[int, int, str | None, str | None] | str]) -> bytes:
+    """Classic BPF from (code, k, jump-if-true label, jump-if-false label) lines
+    and label strings; a None target is the next instruction. Jumps are forward
+    only, counted from the instruction after the jump."""
+    where: dict[str, int] = {}
+    count = 0
+    for line in lines:
+        if isinstance(line, str):
+            where[line] = count
+        else:
+            count += 1
+    ops = []
+    index = 0
+    for line in lines:
+        if isinstance(line, str):
+            continue
+        code, k, true, false = line
+        jt = 0 if true is None else where[true] - index - 1
+        jf = 0 if false is None else where[false] - index - 1
+        if not (0 <= jt < 256 and 0 <= jf < 256):
+            raise ValueError("seccomp: a jump out of range")
+        ops.append(_op(code, k, jt, jf))
+        index += 1
+    return b"".join(ops)
+
+
 def program() -> bytes:
     """The filter for this machine. A native ``socket`` call whose family is
-    AF_UNIX gets EPERM (on x86_64, through the x32 numbers too); on the 32-bit
-    compat entry, whose ``socketcall`` hides its arguments, ``socketcall`` is
-    refused whole and ``socket`` like the native one."""
-    native, socket_nr, compat = _ARCHES[platform.machine()]
-    compat_arch, compat_socket, compat_socketcall = compat or (_NEVER, _NEVER, _NEVER)
-    # Jumps are forward only: a target is the next instruction plus the offset.
-    ops = [
-        _op(_LD_W_ABS, _ARCH),  # 0
-        _op(_JEQ_K, native, 0, 5),  # 1: native -> 2, else -> 7
-        _op(_LD_W_ABS, _NR),  # 2
-        _op(_JEQ_K, socket_nr, 1, 0),  # 3: socket -> 5
-        _op(_JEQ_K, socket_nr | _X32_BIT, 0, 8),  # 4: x32 socket -> 5, else allow
-        _op(_LD_W_ABS, _ARG0),  # 5
-        _op(_JEQ_K, AF_UNIX, 7, 6),  # 6: AF_UNIX -> deny, else allow
-        _op(_JEQ_K, compat_arch, 0, 5),  # 7: compat -> 8, else allow
-        _op(_LD_W_ABS, _NR),  # 8
-        _op(_JEQ_K, compat_socketcall, 4, 0),  # 9: socketcall -> deny
-        _op(_JEQ_K, compat_socket, 0, 2),  # 10: socket -> 11, else allow
-        _op(_LD_W_ABS, _ARG0),  # 11
-        _op(_JEQ_K, AF_UNIX, 1, 0),  # 12: AF_UNIX -> deny, else allow
-        _op(_RET_K, _ALLOW),  # 13
-        _op(_RET_K, _DENY),  # 14
+    AF_UNIX gets EPERM (on x86_64, through the x32 numbers too), and so does
+    every io_uring call; on the 32-bit compat entry, whose ``socketcall`` hides
+    its arguments, ``socketcall`` is refused whole, io_uring and ``socket``
+    like the native ones."""
+    native, compat = _ARCHES[platform.machine()]
+    x32 = platform.machine() == "x86_64"
+    lines: list[tuple[int, int, str | None, str | None] | str] = [
+        (_LD_W_ABS, _ARCH, None, None),
+        (_JEQ_K, native.audit, None, "compat"),
+        (_LD_W_ABS, _NR, None, None),
     ]
-    return b"".join(ops)
+    refused = [*_IO_URING, *((nr | _X32_BIT for nr in _IO_URING) if x32 else ())]
+    lines += [(_JEQ_K, nr, "deny", None) for nr in refused]
+    lines.append((_JEQ_K, native.socket, "family", None))
+    if x32:
+        lines.append((_JEQ_K, native.socket | _X32_BIT, "family", None))
+    lines.append((_RET_K, _ALLOW, None, None))
+    lines.append("compat")
+    if compat is not None:
+        lines += [(_JEQ_K, compat.audit, None, "allow"), (_LD_W_ABS, _NR, None, None)]
+        compat_refused = [*_IO_URING, *([] if compat.socketcall is None else [compat.socketcall])]
+        lines += [(_JEQ_K, nr, "deny", None) for nr in compat_refused]
+        lines.append((_JEQ_K, compat.socket, "family", "allow"))
+    else:
+        lines.append((_RET_K, _ALLOW, None, None))
+    lines += [
+        "family",
+        (_LD_W_ABS, _ARG0, None, None),
+        (_JEQ_K, AF_UNIX, "deny", None),
+        "allow",
+        (_RET_K, _ALLOW, None, None),
+        "deny",
+        (_RET_K, _DENY, None, None),
+    ]
+    return _assemble(lines)
 
 
 def file_descriptor() -> int:

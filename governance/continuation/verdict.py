@@ -83,8 +83,9 @@ class Attestation:
     workspaces_observed: bool
     # Both agents started with the prompt in their prompt file, unchanged after.
     prompt_delivered: bool = False
-    # Both agents ran isolated in namespaces: no view of the repository, HOME,
-    # the other agent or the runner.
+    # Both agents ran isolated in namespaces, each with a network namespace of
+    # its own: no view of the repository, HOME, the other agent or the runner,
+    # and no channel to the other agent or the host's services.
     isolation_enforced: bool = False
 
 

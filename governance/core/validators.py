@@ -679,41 +679,42 @@ def _continuation_evidence_1_23(x: Any) -> bool:
     return True
 
 
+def _continuation_evidence_1_27(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 1:
+        return False
+    return True
+
+
 def _continuation_evidence_1_28(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 1:
+        return False
+    return True
+
+
+def _continuation_evidence_1_25(x: Any) -> bool:
+    if not (type(x) is dict or x is None):
+        return False
+    if type(x) is dict:
+        if not _CONTINUATION_EVIDENCE_1_26_C <= x.keys():
+            return False
+        for key, value in x.items():
+            check = _CONTINUATION_EVIDENCE_1_29_C.get(key)
+            if not (check or _never)(value):
+                return False
+    return True
+
+
+def _continuation_evidence_1_33(x: Any) -> bool:
     if not _same(x, "namespaces"):
         return False
     return True
 
 
-def _continuation_evidence_1_27(x: Any) -> bool:
-    if type(x) is dict:
-        for key, value in x.items():
-            check = _CONTINUATION_EVIDENCE_1_29_C.get(key)
-            if check is not None and not check(value):
-                return False
-    return True
-
-
-def _continuation_evidence_1_31(x: Any) -> bool:
-    if type(x) is list:
-        if len(x) < 5:
-            return False
-    return True
-
-
 def _continuation_evidence_1_32(x: Any) -> bool:
-    if type(x) is not str:
-        return False
-    return True
-
-
-def _continuation_evidence_1_33(x: Any) -> bool:
-    if not _same(x, None):
-        return False
-    return True
-
-
-def _continuation_evidence_1_30(x: Any) -> bool:
     if type(x) is dict:
         for key, value in x.items():
             check = _CONTINUATION_EVIDENCE_1_34_C.get(key)
@@ -724,13 +725,13 @@ def _continuation_evidence_1_30(x: Any) -> bool:
 
 def _continuation_evidence_1_36(x: Any) -> bool:
     if type(x) is list:
-        if len(x) > 0:
+        if len(x) < 5:
             return False
     return True
 
 
 def _continuation_evidence_1_37(x: Any) -> bool:
-    if not _same(x, "host"):
+    if type(x) is not str:
         return False
     return True
 
@@ -741,7 +742,35 @@ def _continuation_evidence_1_38(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_39(x: Any) -> bool:
+def _continuation_evidence_1_35(x: Any) -> bool:
+    if type(x) is dict:
+        for key, value in x.items():
+            check = _CONTINUATION_EVIDENCE_1_39_C.get(key)
+            if check is not None and not check(value):
+                return False
+    return True
+
+
+def _continuation_evidence_1_41(x: Any) -> bool:
+    if type(x) is list:
+        if len(x) > 0:
+            return False
+    return True
+
+
+def _continuation_evidence_1_42(x: Any) -> bool:
+    if not _same(x, "host"):
+        return False
+    return True
+
+
+def _continuation_evidence_1_43(x: Any) -> bool:
+    if not _same(x, None):
+        return False
+    return True
+
+
+def _continuation_evidence_1_44(x: Any) -> bool:
     if type(x) is not str:
         return False
     if len(x) < 1:
@@ -749,20 +778,20 @@ def _continuation_evidence_1_39(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_35(x: Any) -> bool:
+def _continuation_evidence_1_40(x: Any) -> bool:
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_EVIDENCE_1_40_C.get(key)
+            check = _CONTINUATION_EVIDENCE_1_45_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_evidence_1_26(x: Any) -> bool:
+def _continuation_evidence_1_31(x: Any) -> bool:
     if not (
-        _continuation_evidence_1_30(x)
-        if _continuation_evidence_1_27(x)
-        else _continuation_evidence_1_35(x)
+        _continuation_evidence_1_35(x)
+        if _continuation_evidence_1_32(x)
+        else _continuation_evidence_1_40(x)
     ):
         return False
     return True
@@ -774,52 +803,44 @@ def _continuation_evidence_1_9(x: Any) -> bool:
     if not _CONTINUATION_EVIDENCE_1_10_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_25_C.get(key)
+        check = _CONTINUATION_EVIDENCE_1_30_C.get(key)
         if not (check or _never)(value):
             return False
-    if not _continuation_evidence_1_26(x):
+    if not _continuation_evidence_1_31(x):
         return False
     return True
 
 
-def _continuation_evidence_1_45(x: Any) -> bool:
-    if not any(_same(x, option) for option in _CONTINUATION_EVIDENCE_1_46_C):
-        return False
-    return True
-
-
-def _continuation_evidence_1_48(x: Any) -> bool:
-    if type(x) is not str:
-        return False
-    return True
-
-
-def _continuation_evidence_1_47(x: Any) -> bool:
-    if type(x) is not list:
-        return False
-    if len(x) < 1:
-        return False
-    for item in x:
-        if not _continuation_evidence_1_48(item):
-            return False
-    return True
-
-
-def _continuation_evidence_1_51(x: Any) -> bool:
-    if not (type(x) is str or x is None):
-        return False
-    return True
-
-
-def _continuation_evidence_1_52(x: Any) -> bool:
-    if type(x) is not int:
-        return False
-    if type(x) is int and x < 0:
+def _continuation_evidence_1_50(x: Any) -> bool:
+    if not any(_same(x, option) for option in _CONTINUATION_EVIDENCE_1_51_C):
         return False
     return True
 
 
 def _continuation_evidence_1_53(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    return True
+
+
+def _continuation_evidence_1_52(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    if len(x) < 1:
+        return False
+    for item in x:
+        if not _continuation_evidence_1_53(item):
+            return False
+    return True
+
+
+def _continuation_evidence_1_56(x: Any) -> bool:
+    if not (type(x) is str or x is None):
+        return False
+    return True
+
+
+def _continuation_evidence_1_57(x: Any) -> bool:
     if type(x) is not int:
         return False
     if type(x) is int and x < 0:
@@ -827,57 +848,65 @@ def _continuation_evidence_1_53(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_54(x: Any) -> bool:
+def _continuation_evidence_1_58(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 0:
+        return False
+    return True
+
+
+def _continuation_evidence_1_59(x: Any) -> bool:
     if type(x) is not bool:
         return False
     return True
 
 
-def _continuation_evidence_1_55(x: Any) -> bool:
-    if not any(_same(x, option) for option in _CONTINUATION_EVIDENCE_1_56_C):
+def _continuation_evidence_1_60(x: Any) -> bool:
+    if not any(_same(x, option) for option in _CONTINUATION_EVIDENCE_1_61_C):
         return False
     return True
 
 
-def _continuation_evidence_1_49(x: Any) -> bool:
+def _continuation_evidence_1_54(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not _CONTINUATION_EVIDENCE_1_50_C <= x.keys():
+    if not _CONTINUATION_EVIDENCE_1_55_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_57_C.get(key)
+        check = _CONTINUATION_EVIDENCE_1_62_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
-def _continuation_evidence_1_59(x: Any) -> bool:
+def _continuation_evidence_1_64(x: Any) -> bool:
     if type(x) is not str:
         return False
-    if _CONTINUATION_EVIDENCE_1_60_C.search(x) is None:
+    if _CONTINUATION_EVIDENCE_1_65_C.search(x) is None:
         return False
     return True
 
 
-def _continuation_evidence_1_58(x: Any) -> bool:
+def _continuation_evidence_1_63(x: Any) -> bool:
     if type(x) is not list:
         return False
     for item in x:
-        if not _continuation_evidence_1_59(item):
+        if not _continuation_evidence_1_64(item):
             return False
     return True
 
 
-def _continuation_evidence_1_61(x: Any) -> bool:
+def _continuation_evidence_1_66(x: Any) -> bool:
     if type(x) is not list:
         return False
     for item in x:
-        if not _continuation_evidence_1_59(item):
+        if not _continuation_evidence_1_64(item):
             return False
     return True
 
 
-def _continuation_evidence_1_64(x: Any) -> bool:
+def _continuation_evidence_1_69(x: Any) -> bool:
     if not (type(x) is int or x is None):
         return False
     if type(x) is int and x < 1:
@@ -885,46 +914,10 @@ def _continuation_evidence_1_64(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_65(x: Any) -> bool:
+def _continuation_evidence_1_70(x: Any) -> bool:
     if type(x) is not int:
         return False
     if type(x) is int and x < 0:
-        return False
-    return True
-
-
-def _continuation_evidence_1_66(x: Any) -> bool:
-    if not _same(x, 0):
-        return False
-    return True
-
-
-def _continuation_evidence_1_67(x: Any) -> bool:
-    if not _same(x, True):
-        return False
-    return True
-
-
-def _continuation_evidence_1_62(x: Any) -> bool:
-    if type(x) is not dict:
-        return False
-    if not _CONTINUATION_EVIDENCE_1_63_C <= x.keys():
-        return False
-    for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_68_C.get(key)
-        if not (check or _never)(value):
-            return False
-    return True
-
-
-def _continuation_evidence_1_69(x: Any) -> bool:
-    if type(x) is not str:
-        return False
-    if len(x) < 24:
-        return False
-    if len(x) > 24:
-        return False
-    if _CONTINUATION_EVIDENCE_1_70_C.search(x) is None:
         return False
     return True
 
@@ -938,35 +931,79 @@ def _continuation_evidence_1_71(x: Any) -> bool:
 
 
 def _continuation_evidence_1_72(x: Any) -> bool:
-    if not (type(x) is str or x is None):
+    if not _same(x, 0):
         return False
     return True
 
 
 def _continuation_evidence_1_73(x: Any) -> bool:
+    if not _same(x, True):
+        return False
+    return True
+
+
+def _continuation_evidence_1_67(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_EVIDENCE_1_68_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_EVIDENCE_1_74_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _continuation_evidence_1_75(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 24:
+        return False
+    if len(x) > 24:
+        return False
+    if _CONTINUATION_EVIDENCE_1_76_C.search(x) is None:
+        return False
+    return True
+
+
+def _continuation_evidence_1_77(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 0:
+        return False
+    return True
+
+
+def _continuation_evidence_1_78(x: Any) -> bool:
+    if not (type(x) is str or x is None):
+        return False
+    return True
+
+
+def _continuation_evidence_1_79(x: Any) -> bool:
     if not (type(x) is int or x is None):
         return False
     return True
 
 
-def _continuation_evidence_1_74(x: Any) -> bool:
+def _continuation_evidence_1_80(x: Any) -> bool:
     if type(x) is not bool:
         return False
     return True
 
 
-def _continuation_evidence_1_76(x: Any) -> bool:
+def _continuation_evidence_1_82(x: Any) -> bool:
     if x is not None:
         return False
     return True
 
 
-def _continuation_evidence_1_75(x: Any) -> bool:
+def _continuation_evidence_1_81(x: Any) -> bool:
     if (
         sum(
             1
             for check in (
-                _continuation_evidence_1_76,
+                _continuation_evidence_1_82,
                 _continuation_evidence_1_5,
             )
             if check(x)
@@ -977,7 +1014,7 @@ def _continuation_evidence_1_75(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_77(x: Any) -> bool:
+def _continuation_evidence_1_83(x: Any) -> bool:
     if type(x) is not int:
         return False
     if type(x) is int and x < 0:
@@ -987,19 +1024,19 @@ def _continuation_evidence_1_77(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_78(x: Any) -> bool:
+def _continuation_evidence_1_84(x: Any) -> bool:
     if type(x) is not bool:
         return False
     return True
 
 
-def _continuation_evidence_1_79(x: Any) -> bool:
+def _continuation_evidence_1_85(x: Any) -> bool:
     if type(x) is not str:
         return False
     return True
 
 
-def _continuation_evidence_1_80(x: Any) -> bool:
+def _continuation_evidence_1_86(x: Any) -> bool:
     if type(x) is not int:
         return False
     if type(x) is int and x < 0:
@@ -1007,24 +1044,24 @@ def _continuation_evidence_1_80(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_82(x: Any) -> bool:
-    if not any(_same(x, option) for option in _CONTINUATION_EVIDENCE_1_83_C):
+def _continuation_evidence_1_88(x: Any) -> bool:
+    if not any(_same(x, option) for option in _CONTINUATION_EVIDENCE_1_89_C):
         return False
     return True
 
 
-def _continuation_evidence_1_81(x: Any) -> bool:
+def _continuation_evidence_1_87(x: Any) -> bool:
     if type(x) is not list:
         return False
     for item in x:
-        if not _continuation_evidence_1_82(item):
+        if not _continuation_evidence_1_88(item):
             return False
     if not _unique(x):
         return False
     return True
 
 
-def _continuation_evidence_1_87(x: Any) -> bool:
+def _continuation_evidence_1_93(x: Any) -> bool:
     if type(x) is not int:
         return False
     if type(x) is int and x < 1:
@@ -1032,125 +1069,8 @@ def _continuation_evidence_1_87(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_88(x: Any) -> bool:
-    if type(x) is not str:
-        return False
-    return True
-
-
-def _continuation_evidence_1_85(x: Any) -> bool:
-    if type(x) is not dict:
-        return False
-    if not _CONTINUATION_EVIDENCE_1_86_C <= x.keys():
-        return False
-    for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_89_C.get(key)
-        if not (check or _never)(value):
-            return False
-    return True
-
-
-def _continuation_evidence_1_84(x: Any) -> bool:
-    if type(x) is not list:
-        return False
-    for item in x:
-        if not _continuation_evidence_1_85(item):
-            return False
-    return True
-
-
-def _continuation_evidence_1_90(x: Any) -> bool:
-    if type(x) is not list:
-        return False
-    for item in x:
-        if not _continuation_evidence_1_85(item):
-            return False
-    return True
-
-
-def _continuation_evidence_1_93(x: Any) -> bool:
-    if type(x) is not str:
-        return False
-    if len(x) < 1:
-        return False
-    return True
-
-
-def _continuation_evidence_1_96(x: Any) -> bool:
-    if not any(_same(x, option) for option in _CONTINUATION_EVIDENCE_1_97_C):
-        return False
-    return True
-
-
-def _continuation_evidence_1_98(x: Any) -> bool:
-    if not (type(x) is str or x is None):
-        return False
-    if type(x) is str:
-        if len(x) < 4:
-            return False
-        if len(x) > 4:
-            return False
-        if _CONTINUATION_EVIDENCE_1_99_C.search(x) is None:
-            return False
-    return True
-
-
-def _continuation_evidence_1_100(x: Any) -> bool:
-    if not (type(x) is int or x is None):
-        return False
-    return True
-
-
-def _continuation_evidence_1_101(x: Any) -> bool:
-    if not (type(x) is int or x is None):
-        return False
-    return True
-
-
-def _continuation_evidence_1_102(x: Any) -> bool:
-    if not (type(x) is int or x is None):
-        return False
-    return True
-
-
-def _continuation_evidence_1_103(x: Any) -> bool:
-    if not (type(x) is int or x is None):
-        return False
-    if type(x) is int and x < 0:
-        return False
-    return True
-
-
-def _continuation_evidence_1_105(x: Any) -> bool:
-    if type(x) is not str:
-        return False
-    return True
-
-
-def _continuation_evidence_1_104(x: Any) -> bool:
-    if not (type(x) is list or x is None):
-        return False
-    if type(x) is list:
-        for item in x:
-            if not _continuation_evidence_1_105(item):
-                return False
-    return True
-
-
 def _continuation_evidence_1_94(x: Any) -> bool:
-    if type(x) is not dict:
-        return False
-    if not _CONTINUATION_EVIDENCE_1_95_C <= x.keys():
-        return False
-    for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_106_C.get(key)
-        if not (check or _never)(value):
-            return False
-    return True
-
-
-def _continuation_evidence_1_107(x: Any) -> bool:
-    if not (type(x) is str or x is None):
+    if type(x) is not str:
         return False
     return True
 
@@ -1161,13 +1081,31 @@ def _continuation_evidence_1_91(x: Any) -> bool:
     if not _CONTINUATION_EVIDENCE_1_92_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_108_C.get(key)
+        check = _CONTINUATION_EVIDENCE_1_95_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
-def _continuation_evidence_1_110(x: Any) -> bool:
+def _continuation_evidence_1_90(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    for item in x:
+        if not _continuation_evidence_1_91(item):
+            return False
+    return True
+
+
+def _continuation_evidence_1_96(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    for item in x:
+        if not _continuation_evidence_1_91(item):
+            return False
+    return True
+
+
+def _continuation_evidence_1_99(x: Any) -> bool:
     if type(x) is not str:
         return False
     if len(x) < 1:
@@ -1175,26 +1113,98 @@ def _continuation_evidence_1_110(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_109(x: Any) -> bool:
-    if type(x) is not list:
+def _continuation_evidence_1_102(x: Any) -> bool:
+    if not any(_same(x, option) for option in _CONTINUATION_EVIDENCE_1_103_C):
         return False
-    if len(x) < 1:
+    return True
+
+
+def _continuation_evidence_1_104(x: Any) -> bool:
+    if not (type(x) is str or x is None):
         return False
-    for item in x:
-        if not _continuation_evidence_1_110(item):
+    if type(x) is str:
+        if len(x) < 4:
+            return False
+        if len(x) > 4:
+            return False
+        if _CONTINUATION_EVIDENCE_1_105_C.search(x) is None:
             return False
     return True
 
 
-def _continuation_evidence_1_113(x: Any) -> bool:
-    if type(x) is not int:
+def _continuation_evidence_1_106(x: Any) -> bool:
+    if not (type(x) is int or x is None):
+        return False
+    return True
+
+
+def _continuation_evidence_1_107(x: Any) -> bool:
+    if not (type(x) is int or x is None):
+        return False
+    return True
+
+
+def _continuation_evidence_1_108(x: Any) -> bool:
+    if not (type(x) is int or x is None):
+        return False
+    return True
+
+
+def _continuation_evidence_1_109(x: Any) -> bool:
+    if not (type(x) is int or x is None):
         return False
     if type(x) is int and x < 0:
         return False
     return True
 
 
-def _continuation_evidence_1_114(x: Any) -> bool:
+def _continuation_evidence_1_111(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    return True
+
+
+def _continuation_evidence_1_110(x: Any) -> bool:
+    if not (type(x) is list or x is None):
+        return False
+    if type(x) is list:
+        for item in x:
+            if not _continuation_evidence_1_111(item):
+                return False
+    return True
+
+
+def _continuation_evidence_1_100(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_EVIDENCE_1_101_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_EVIDENCE_1_112_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _continuation_evidence_1_113(x: Any) -> bool:
+    if not (type(x) is str or x is None):
+        return False
+    return True
+
+
+def _continuation_evidence_1_97(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_EVIDENCE_1_98_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_EVIDENCE_1_114_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _continuation_evidence_1_116(x: Any) -> bool:
     if type(x) is not str:
         return False
     if len(x) < 1:
@@ -1203,6 +1213,17 @@ def _continuation_evidence_1_114(x: Any) -> bool:
 
 
 def _continuation_evidence_1_115(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    if len(x) < 1:
+        return False
+    for item in x:
+        if not _continuation_evidence_1_116(item):
+            return False
+    return True
+
+
+def _continuation_evidence_1_119(x: Any) -> bool:
     if type(x) is not int:
         return False
     if type(x) is int and x < 0:
@@ -1210,71 +1231,87 @@ def _continuation_evidence_1_115(x: Any) -> bool:
     return True
 
 
-def _continuation_evidence_1_116(x: Any) -> bool:
-    if type(x) is not bool:
+def _continuation_evidence_1_120(x: Any) -> bool:
+    if type(x) is not str:
         return False
-    return True
-
-
-def _continuation_evidence_1_111(x: Any) -> bool:
-    if type(x) is not dict:
-        return False
-    if not _CONTINUATION_EVIDENCE_1_112_C <= x.keys():
-        return False
-    for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_117_C.get(key)
-        if not (check or _never)(value):
-            return False
-    return True
-
-
-def _continuation_evidence_1_43(x: Any) -> bool:
-    if type(x) is not dict:
-        return False
-    if not _CONTINUATION_EVIDENCE_1_44_C <= x.keys():
-        return False
-    for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_118_C.get(key)
-        if not (check or _never)(value):
-            return False
-    return True
-
-
-def _continuation_evidence_1_119(x: Any) -> bool:
-    if not _same(x, "a"):
-        return False
-    return True
-
-
-def _continuation_evidence_1_42(x: Any) -> bool:
-    if not _continuation_evidence_1_43(x):
-        return False
-    if type(x) is dict:
-        for key, value in x.items():
-            check = _CONTINUATION_EVIDENCE_1_120_C.get(key)
-            if check is not None and not check(value):
-                return False
-    return True
-
-
-def _continuation_evidence_1_122(x: Any) -> bool:
-    if not _same(x, "b"):
+    if len(x) < 1:
         return False
     return True
 
 
 def _continuation_evidence_1_121(x: Any) -> bool:
-    if not _continuation_evidence_1_43(x):
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 0:
+        return False
+    return True
+
+
+def _continuation_evidence_1_122(x: Any) -> bool:
+    if type(x) is not bool:
+        return False
+    return True
+
+
+def _continuation_evidence_1_117(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_EVIDENCE_1_118_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_EVIDENCE_1_123_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _continuation_evidence_1_48(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_EVIDENCE_1_49_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_EVIDENCE_1_124_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _continuation_evidence_1_125(x: Any) -> bool:
+    if not _same(x, "a"):
+        return False
+    return True
+
+
+def _continuation_evidence_1_47(x: Any) -> bool:
+    if not _continuation_evidence_1_48(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_EVIDENCE_1_123_C.get(key)
+            check = _CONTINUATION_EVIDENCE_1_126_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_evidence_1_41(x: Any) -> bool:
+def _continuation_evidence_1_128(x: Any) -> bool:
+    if not _same(x, "b"):
+        return False
+    return True
+
+
+def _continuation_evidence_1_127(x: Any) -> bool:
+    if not _continuation_evidence_1_48(x):
+        return False
+    if type(x) is dict:
+        for key, value in x.items():
+            check = _CONTINUATION_EVIDENCE_1_129_C.get(key)
+            if check is not None and not check(value):
+                return False
+    return True
+
+
+def _continuation_evidence_1_46(x: Any) -> bool:
     if type(x) is not list:
         return False
     if len(x) < 2:
@@ -1283,8 +1320,8 @@ def _continuation_evidence_1_41(x: Any) -> bool:
         return False
     for check, item in zip(
         (
-            _continuation_evidence_1_42,
-            _continuation_evidence_1_121,
+            _continuation_evidence_1_47,
+            _continuation_evidence_1_127,
         ),
         x,
         strict=False,
@@ -1303,7 +1340,7 @@ def _continuation_evidence_1_1(x: Any) -> bool:
     if not _CONTINUATION_EVIDENCE_1_2_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_EVIDENCE_1_124_C.get(key)
+        check = _CONTINUATION_EVIDENCE_1_130_C.get(key)
         if not (check or _never)(value):
             return False
     return True
@@ -1327,8 +1364,18 @@ _CONTINUATION_EVIDENCE_1_10_C = frozenset(
 _CONTINUATION_EVIDENCE_1_12_C = ["namespaces", "none"]
 _CONTINUATION_EVIDENCE_1_15_C = ["user", "mount", "pid", "ipc", "uts", "net"]
 _CONTINUATION_EVIDENCE_1_17_C = ["host", "none"]
-_CONTINUATION_EVIDENCE_1_22_C = ["socket(AF_UNIX)"]
-_CONTINUATION_EVIDENCE_1_25_C = {
+_CONTINUATION_EVIDENCE_1_22_C = [
+    "socket(AF_UNIX)",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+]
+_CONTINUATION_EVIDENCE_1_26_C = frozenset(["/dev/shm", "/tmp"])
+_CONTINUATION_EVIDENCE_1_29_C = {
+    "/dev/shm": _continuation_evidence_1_27,
+    "/tmp": _continuation_evidence_1_28,
+}
+_CONTINUATION_EVIDENCE_1_30_C = {
     "mode": _continuation_evidence_1_11,
     "namespaces": _continuation_evidence_1_13,
     "network": _continuation_evidence_1_16,
@@ -1336,20 +1383,21 @@ _CONTINUATION_EVIDENCE_1_25_C = {
     "reason": _continuation_evidence_1_19,
     "denied": _continuation_evidence_1_20,
     "shared": _continuation_evidence_1_23,
+    "tmpfs_bytes": _continuation_evidence_1_25,
 }
-_CONTINUATION_EVIDENCE_1_29_C = {"mode": _continuation_evidence_1_28}
-_CONTINUATION_EVIDENCE_1_34_C = {
-    "namespaces": _continuation_evidence_1_31,
-    "tool": _continuation_evidence_1_32,
-    "reason": _continuation_evidence_1_33,
-}
-_CONTINUATION_EVIDENCE_1_40_C = {
+_CONTINUATION_EVIDENCE_1_34_C = {"mode": _continuation_evidence_1_33}
+_CONTINUATION_EVIDENCE_1_39_C = {
     "namespaces": _continuation_evidence_1_36,
-    "network": _continuation_evidence_1_37,
-    "tool": _continuation_evidence_1_38,
-    "reason": _continuation_evidence_1_39,
+    "tool": _continuation_evidence_1_37,
+    "reason": _continuation_evidence_1_38,
 }
-_CONTINUATION_EVIDENCE_1_44_C = frozenset(
+_CONTINUATION_EVIDENCE_1_45_C = {
+    "namespaces": _continuation_evidence_1_41,
+    "network": _continuation_evidence_1_42,
+    "tool": _continuation_evidence_1_43,
+    "reason": _continuation_evidence_1_44,
+}
+_CONTINUATION_EVIDENCE_1_49_C = frozenset(
     [
         "argv",
         "duration_ms",
@@ -1375,55 +1423,56 @@ _CONTINUATION_EVIDENCE_1_44_C = frozenset(
         "workspace",
     ]
 )
-_CONTINUATION_EVIDENCE_1_46_C = ["a", "b"]
-_CONTINUATION_EVIDENCE_1_50_C = frozenset(["gid", "isolation", "name", "privilege_dropped", "uid"])
-_CONTINUATION_EVIDENCE_1_56_C = ["dedicated_uid", "mode_bits_only"]
-_CONTINUATION_EVIDENCE_1_57_C = {
-    "name": _continuation_evidence_1_51,
-    "uid": _continuation_evidence_1_52,
-    "gid": _continuation_evidence_1_53,
-    "privilege_dropped": _continuation_evidence_1_54,
-    "isolation": _continuation_evidence_1_55,
+_CONTINUATION_EVIDENCE_1_51_C = ["a", "b"]
+_CONTINUATION_EVIDENCE_1_55_C = frozenset(["gid", "isolation", "name", "privilege_dropped", "uid"])
+_CONTINUATION_EVIDENCE_1_61_C = ["dedicated_uid", "mode_bits_only"]
+_CONTINUATION_EVIDENCE_1_62_C = {
+    "name": _continuation_evidence_1_56,
+    "uid": _continuation_evidence_1_57,
+    "gid": _continuation_evidence_1_58,
+    "privilege_dropped": _continuation_evidence_1_59,
+    "isolation": _continuation_evidence_1_60,
 }
-_CONTINUATION_EVIDENCE_1_60_C = re.compile("^[A-Za-z_][A-Za-z0-9_]*$")
-_CONTINUATION_EVIDENCE_1_63_C = frozenset(["core", "fsize", "no_new_privs", "nproc"])
-_CONTINUATION_EVIDENCE_1_68_C = {
-    "nproc": _continuation_evidence_1_64,
-    "fsize": _continuation_evidence_1_65,
-    "core": _continuation_evidence_1_66,
-    "no_new_privs": _continuation_evidence_1_67,
+_CONTINUATION_EVIDENCE_1_65_C = re.compile("^[A-Za-z_][A-Za-z0-9_]*$")
+_CONTINUATION_EVIDENCE_1_68_C = frozenset(["core", "fsize", "no_new_privs", "nproc"])
+_CONTINUATION_EVIDENCE_1_74_C = {
+    "nproc": _continuation_evidence_1_69,
+    "fsize": _continuation_evidence_1_70,
+    "data": _continuation_evidence_1_71,
+    "core": _continuation_evidence_1_72,
+    "no_new_privs": _continuation_evidence_1_73,
 }
-_CONTINUATION_EVIDENCE_1_70_C = re.compile(
+_CONTINUATION_EVIDENCE_1_76_C = re.compile(
     "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$"
 )
-_CONTINUATION_EVIDENCE_1_83_C = ["stderr", "stdout"]
-_CONTINUATION_EVIDENCE_1_86_C = frozenset(["name", "pid"])
-_CONTINUATION_EVIDENCE_1_89_C = {
-    "pid": _continuation_evidence_1_87,
-    "name": _continuation_evidence_1_88,
+_CONTINUATION_EVIDENCE_1_89_C = ["stderr", "stdout"]
+_CONTINUATION_EVIDENCE_1_92_C = frozenset(["name", "pid"])
+_CONTINUATION_EVIDENCE_1_95_C = {
+    "pid": _continuation_evidence_1_93,
+    "name": _continuation_evidence_1_94,
 }
-_CONTINUATION_EVIDENCE_1_92_C = frozenset(["after", "before", "changed", "path"])
-_CONTINUATION_EVIDENCE_1_95_C = frozenset(
+_CONTINUATION_EVIDENCE_1_98_C = frozenset(["after", "before", "changed", "path"])
+_CONTINUATION_EVIDENCE_1_101_C = frozenset(
     ["ctime_ns", "entries", "entry_count", "kind", "mode", "mtime_ns", "owner_uid"]
 )
-_CONTINUATION_EVIDENCE_1_97_C = ["directory", "missing", "not_a_directory"]
-_CONTINUATION_EVIDENCE_1_99_C = re.compile("^[0-7]{4}$")
-_CONTINUATION_EVIDENCE_1_106_C = {
-    "kind": _continuation_evidence_1_96,
-    "mode": _continuation_evidence_1_98,
-    "owner_uid": _continuation_evidence_1_100,
-    "mtime_ns": _continuation_evidence_1_101,
-    "ctime_ns": _continuation_evidence_1_102,
-    "entry_count": _continuation_evidence_1_103,
-    "entries": _continuation_evidence_1_104,
+_CONTINUATION_EVIDENCE_1_103_C = ["directory", "missing", "not_a_directory"]
+_CONTINUATION_EVIDENCE_1_105_C = re.compile("^[0-7]{4}$")
+_CONTINUATION_EVIDENCE_1_112_C = {
+    "kind": _continuation_evidence_1_102,
+    "mode": _continuation_evidence_1_104,
+    "owner_uid": _continuation_evidence_1_106,
+    "mtime_ns": _continuation_evidence_1_107,
+    "ctime_ns": _continuation_evidence_1_108,
+    "entry_count": _continuation_evidence_1_109,
+    "entries": _continuation_evidence_1_110,
 }
-_CONTINUATION_EVIDENCE_1_108_C = {
-    "path": _continuation_evidence_1_93,
-    "before": _continuation_evidence_1_94,
-    "after": _continuation_evidence_1_94,
-    "changed": _continuation_evidence_1_107,
+_CONTINUATION_EVIDENCE_1_114_C = {
+    "path": _continuation_evidence_1_99,
+    "before": _continuation_evidence_1_100,
+    "after": _continuation_evidence_1_100,
+    "changed": _continuation_evidence_1_113,
 }
-_CONTINUATION_EVIDENCE_1_112_C = frozenset(
+_CONTINUATION_EVIDENCE_1_118_C = frozenset(
     [
         "prompt_bytes",
         "prompt_file",
@@ -1433,42 +1482,42 @@ _CONTINUATION_EVIDENCE_1_112_C = frozenset(
         "stdin_sha256",
     ]
 )
-_CONTINUATION_EVIDENCE_1_117_C = {
+_CONTINUATION_EVIDENCE_1_123_C = {
     "stdin_sha256": _continuation_evidence_1_5,
-    "stdin_bytes": _continuation_evidence_1_113,
-    "prompt_file": _continuation_evidence_1_114,
+    "stdin_bytes": _continuation_evidence_1_119,
+    "prompt_file": _continuation_evidence_1_120,
     "prompt_sha256": _continuation_evidence_1_5,
-    "prompt_bytes": _continuation_evidence_1_115,
-    "prompt_unchanged": _continuation_evidence_1_116,
+    "prompt_bytes": _continuation_evidence_1_121,
+    "prompt_unchanged": _continuation_evidence_1_122,
 }
-_CONTINUATION_EVIDENCE_1_118_C = {
-    "slot": _continuation_evidence_1_45,
-    "argv": _continuation_evidence_1_47,
-    "user": _continuation_evidence_1_49,
-    "env_names": _continuation_evidence_1_58,
-    "passed_env": _continuation_evidence_1_61,
-    "limits": _continuation_evidence_1_62,
-    "started_at": _continuation_evidence_1_69,
-    "ended_at": _continuation_evidence_1_69,
-    "duration_ms": _continuation_evidence_1_71,
-    "start_error": _continuation_evidence_1_72,
-    "exit_status": _continuation_evidence_1_73,
-    "timed_out": _continuation_evidence_1_74,
-    "stdout_sha256": _continuation_evidence_1_75,
-    "stdout_bytes": _continuation_evidence_1_77,
-    "stdout_truncated": _continuation_evidence_1_78,
-    "stderr_tail": _continuation_evidence_1_79,
-    "stderr_bytes": _continuation_evidence_1_80,
-    "output_held": _continuation_evidence_1_81,
-    "left_running": _continuation_evidence_1_84,
-    "survivors": _continuation_evidence_1_90,
-    "workspace": _continuation_evidence_1_91,
-    "observed": _continuation_evidence_1_109,
-    "input": _continuation_evidence_1_111,
-}
-_CONTINUATION_EVIDENCE_1_120_C = {"slot": _continuation_evidence_1_119}
-_CONTINUATION_EVIDENCE_1_123_C = {"slot": _continuation_evidence_1_122}
 _CONTINUATION_EVIDENCE_1_124_C = {
+    "slot": _continuation_evidence_1_50,
+    "argv": _continuation_evidence_1_52,
+    "user": _continuation_evidence_1_54,
+    "env_names": _continuation_evidence_1_63,
+    "passed_env": _continuation_evidence_1_66,
+    "limits": _continuation_evidence_1_67,
+    "started_at": _continuation_evidence_1_75,
+    "ended_at": _continuation_evidence_1_75,
+    "duration_ms": _continuation_evidence_1_77,
+    "start_error": _continuation_evidence_1_78,
+    "exit_status": _continuation_evidence_1_79,
+    "timed_out": _continuation_evidence_1_80,
+    "stdout_sha256": _continuation_evidence_1_81,
+    "stdout_bytes": _continuation_evidence_1_83,
+    "stdout_truncated": _continuation_evidence_1_84,
+    "stderr_tail": _continuation_evidence_1_85,
+    "stderr_bytes": _continuation_evidence_1_86,
+    "output_held": _continuation_evidence_1_87,
+    "left_running": _continuation_evidence_1_90,
+    "survivors": _continuation_evidence_1_96,
+    "workspace": _continuation_evidence_1_97,
+    "observed": _continuation_evidence_1_115,
+    "input": _continuation_evidence_1_117,
+}
+_CONTINUATION_EVIDENCE_1_126_C = {"slot": _continuation_evidence_1_125}
+_CONTINUATION_EVIDENCE_1_129_C = {"slot": _continuation_evidence_1_128}
+_CONTINUATION_EVIDENCE_1_130_C = {
     "schema": _continuation_evidence_1_3,
     "capsule_version": _continuation_evidence_1_4,
     "capsule_sha256": _continuation_evidence_1_5,
@@ -1476,7 +1525,7 @@ _CONTINUATION_EVIDENCE_1_124_C = {
     "timeout_ms": _continuation_evidence_1_7,
     "runner_euid": _continuation_evidence_1_8,
     "isolation": _continuation_evidence_1_9,
-    "agents": _continuation_evidence_1_41,
+    "agents": _continuation_evidence_1_46,
 }
 
 # --- continuation-result-1 (continuation-result-1.schema.json)
