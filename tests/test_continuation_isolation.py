@@ -19,6 +19,7 @@ import secrets
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,7 @@ from test_continuation_run import (  # noqa: F401 (the fixtures)
     stub_folder,
 )
 
-from governance.continuation import isolation, limits, processes
+from governance.continuation import isolation, limits, processes, seccomp
 
 NONE = ("--isolation", "none")
 ISOLATED = ("--isolation", "namespaces")
@@ -800,3 +801,79 @@ def test_agent_allocating_past_the_memory_bound(cli, capsule: Path, stub, tmp_pa
     ] * 2
     agents = json.loads(evidence.read_bytes())["agents"]
     assert [agent["limits"]["data"] for agent in agents] == [bound] * 2
+
+
+# -- the filter itself, on every architecture it knows -------------------------
+
+
+def _verdict(program: bytes, arch: int, nr: int, arg0: int = 0) -> str:
+    """Run a classic BPF seccomp program on one system call, as the kernel
+    would: struct seccomp_data is nr, arch, ip, then args[0..5]."""
+    data = struct.pack("<IIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    ops = [struct.unpack_from("<HBBI", program, at) for at in range(0, len(program), 8)]
+    accumulator, pc = 0, 0
+    while True:
+        code, jt, jf, k = ops[pc]
+        if code == 0x20:  # BPF_LD | BPF_W | BPF_ABS
+            accumulator = struct.unpack_from("<I", data, k)[0]
+            pc += 1
+        elif code == 0x15:  # BPF_JMP | BPF_JEQ | BPF_K
+            pc += 1 + (jt if accumulator == k else jf)
+        elif code == 0x06:  # BPF_RET | BPF_K
+            return {0x7FFF0000: "allow", 0x00050001: "EPERM"}[k]
+        else:
+            raise AssertionError(f"unexpected BPF op {code:#x}")
+
+
+# (machine, audit arch, system call number, first argument, what the filter says)
+FILTERED = [
+    ("x86_64", 0xC000003E, 41, 1, "EPERM"),  # socket(AF_UNIX)
+    ("x86_64", 0xC000003E, 41, 2, "allow"),  # socket(AF_INET)
+    ("x86_64", 0xC000003E, 53, 1, "allow"),  # socketpair(AF_UNIX)
+    ("x86_64", 0xC000003E, 425, 0, "EPERM"),  # io_uring_setup
+    ("x86_64", 0xC000003E, 426, 0, "EPERM"),  # io_uring_enter
+    ("x86_64", 0xC000003E, 427, 0, "EPERM"),  # io_uring_register
+    ("x86_64", 0xC000003E, 0x40000000 | 41, 1, "EPERM"),  # x32 socket(AF_UNIX)
+    ("x86_64", 0xC000003E, 0x40000000 | 425, 0, "EPERM"),  # x32 io_uring_setup
+    ("x86_64", 0xC000003E, 1, 1, "allow"),  # write
+    ("x86_64", 0x40000003, 102, 1, "EPERM"),  # i386 socketcall
+    ("x86_64", 0x40000003, 359, 1, "EPERM"),  # i386 socket(AF_UNIX)
+    ("x86_64", 0x40000003, 359, 2, "allow"),  # i386 socket(AF_INET)
+    ("x86_64", 0x40000003, 425, 0, "EPERM"),  # i386 io_uring_setup
+    ("x86_64", 0x40000003, 41, 1, "allow"),  # i386's 41 is dup
+    ("aarch64", 0xC00000B7, 198, 1, "EPERM"),  # socket(AF_UNIX)
+    ("aarch64", 0xC00000B7, 198, 10, "allow"),  # socket(AF_INET6)
+    ("aarch64", 0xC00000B7, 199, 1, "allow"),  # socketpair(AF_UNIX)
+    ("aarch64", 0xC00000B7, 425, 0, "EPERM"),  # io_uring_setup
+    ("aarch64", 0xC00000B7, 427, 0, "EPERM"),  # io_uring_register
+    ("aarch64", 0xC00000B7, 0x40000000 | 198, 1, "allow"),  # no x32 here
+    ("aarch64", 0x40000028, 281, 1, "EPERM"),  # arm socket(AF_UNIX)
+    ("aarch64", 0x40000028, 426, 0, "EPERM"),  # arm io_uring_enter
+    ("aarch64", 0x40000028, 102, 1, "allow"),  # arm has no socketcall: 102 is another call
+    ("aarch64", 0xC000003E, 425, 0, "allow"),  # another arch's calls are not judged
+]
+
+
+def test_the_filter_refuses_unix_sockets_and_io_uring_on_every_entry() -> None:
+    for machine, arch, nr, arg0, expected in FILTERED:
+        filtered = seccomp.program(machine)
+        assert _verdict(filtered, arch, nr, arg0) == expected, (machine, hex(arch), nr, arg0)
+    assert not seccomp.supported("riscv64")
+
+
+def test_without_tmpfs_sizes_bwrap_is_not_asked_for_them() -> None:
+    # An older bwrap (before 0.8) has no --size: the tmpfs is then unbounded,
+    # and the evidence and its words say so.
+    for sized in (True, False):
+        old = isolation.Isolation(isolation.NAMESPACES, isolation.NONE, sized_tmpfs=sized)
+        argv = isolation.command(old, ["/bin/true"], workspace=None, prompt_folder=None)
+        assert ("--size" in argv) is sized
+        assert argv[argv.index("--remount-ro") :][:4] == [
+            "--remount-ro",
+            "/dev",
+            "--remount-ro",
+            "/",
+        ]
+        assert old.to_json()["tmpfs_bytes"] == (
+            {"/dev/shm": 64 << 20, "/tmp": 256 << 20} if sized else None
+        )

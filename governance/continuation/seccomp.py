@@ -48,8 +48,8 @@ _ARCHES: dict[str, tuple[_Arch, _Arch | None]] = {
 }
 
 
-def supported() -> bool:
-    return platform.machine() in _ARCHES
+def supported(machine: str | None = None) -> bool:
+    return (machine or platform.machine()) in _ARCHES
 
 
 def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -82,14 +82,16 @@ def _assemble(lines: Sequence[tuple[int, int, str | None, str | None] | str]) ->
     return b"".join(ops)
 
 
-def program() -> bytes:
-    """The filter for this machine. A native ``socket`` call whose family is
-    AF_UNIX gets EPERM (on x86_64, through the x32 numbers too), and so does
-    every io_uring call; on the 32-bit compat entry, whose ``socketcall`` hides
-    its arguments, ``socketcall`` is refused whole, io_uring and ``socket``
-    like the native ones."""
-    native, compat = _ARCHES[platform.machine()]
-    x32 = platform.machine() == "x86_64"
+def program(machine: str | None = None) -> bytes:
+    """The filter for this machine (or for ``machine``, as ``uname -m`` names
+    it). A native ``socket`` call whose family is AF_UNIX gets EPERM (on
+    x86_64, through the x32 numbers too), and so does every io_uring call;
+    on the 32-bit compat entry, whose ``socketcall`` hides its arguments,
+    ``socketcall`` is refused whole, io_uring and ``socket`` like the native
+    ones."""
+    machine = machine or platform.machine()
+    native, compat = _ARCHES[machine]
+    x32 = machine == "x86_64"
     lines: list[tuple[int, int, str | None, str | None] | str] = [
         (_LD_W_ABS, _ARCH, None, None),
         (_JEQ_K, native.audit, None, "compat"),
