@@ -343,6 +343,17 @@ SIGNATURE_WITHOUT_RECORD = _code(
 
 # The MCP server (capsule mcp): its tool errors carry these and every code above.
 MCP_UNAVAILABLE = _code("mcp_unavailable", UsageError)
-WRITE_DISABLED = _code("write_disabled", UsageError)
-INVALID_ARGUMENTS = _code("invalid_arguments", UsageError)
+WRITE_DISABLED = _code(
+    "write_disabled",
+    UsageError,
+    advice="call again without record, or ask for a server started with --enable-write",
+)
+INVALID_ARGUMENTS = _code(
+    "invalid_arguments",
+    UsageError,
+    advice="call again with the arguments the tool's inputSchema declares (tools/list)",
+)
+UNKNOWN_TOOL = _code(
+    "unknown_tool", UsageError, advice="call one of the tools that tools/list names"
+)
 INPUT_TOO_LARGE = _code("input_too_large", MalformedInput)

@@ -142,13 +142,14 @@ def printable(text: str) -> str:
     )
 
 
-def _shown_json(value: Any) -> Any:
+def shown_json(value: Any) -> Any:
+    """``value`` with every string in it ``shown``."""
     if isinstance(value, str):
         return shown(value)
     if isinstance(value, dict):
-        return {shown(key): _shown_json(item) for key, item in value.items()}
+        return {shown(key): shown_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_shown_json(item) for item in value]
+        return [shown_json(item) for item in value]
     return value
 
 
@@ -162,7 +163,7 @@ def print_json(value: Any) -> None:
     try:
         data = canonical.dumps(value)
     except UnicodeEncodeError:
-        data = canonical.dumps(_shown_json(value))
+        data = canonical.dumps(shown_json(value))
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
 

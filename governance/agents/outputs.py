@@ -36,16 +36,16 @@ class RecordOut(_Closed):
 class BuildOut(_Closed):
     id: str
     commit: str
-    sha256: str = Field(description="SHA-256 of capsule_json's UTF-8 bytes")
+    sha256: str = Field(description="SHA-256 of capsule_json's UTF-8 bytes: the capsule's identity")
     reads: int
     bytes: int
-    estimated_tokens: int
-    exact_tokens: ExactTokens
+    estimated_tokens: int = Field(description="ceil(bytes / 3): the estimate the budget gates on")
+    exact_tokens: ExactTokens | None = Field(description="null unless asked for (exact_tokens)")
     target_tokens: int
     hard_limit_tokens: int
     reserve_tokens: int
-    capsule: dict[str, Any] = Field(description="the capsule/1 document")
     capsule_json: str = Field(description="the capsule's exact canonical JSON text")
+    text: str = Field(description="what the text content holds: json or markdown (render)")
     record: RecordOut | None
     warnings: list[dict[str, Any]] = Field(description="reads_overlap and the like; never a gate")
 
@@ -144,3 +144,30 @@ class SuggestOut(_Closed):
     corpus: dict[str, Any]
     limits: dict[str, int]
     capsule: dict[str, Any] = Field(description="the draft packet's capsule size, or its error")
+
+
+class AuditRange(_Closed):
+    spec: str
+    tip: str | None
+    hidden: str | None
+    ends: list[dict[str, Any]]
+
+
+class AuditShard(_Closed):
+    index: int
+    count: int
+    blobs_in_range: int
+
+
+class AuditOut(_Closed):
+    range: AuditRange
+    paths: list[str]
+    shard: AuditShard
+    jobs: int
+    counts: dict[str, int]
+    ok: bool = Field(description="no drift, no error and no unused waiver")
+    results: list[dict[str, Any]] = Field(
+        description="one row per record version: path, blob, introduced, commit, result "
+        "(identical, drift, error or waived), code, message, differences, waiver"
+    )
+    waivers: list[dict[str, Any]]

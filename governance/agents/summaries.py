@@ -1,5 +1,6 @@
 """The text an MCP tool answers beside its structured content: one printable
-line per item for the model (``build`` answers with the capsule's view)."""
+line per item for the model (``build`` answers with the capsule itself, its
+exact JSON or its Markdown view)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from governance.agents.render import render_markdown
 from governance.core.reader import CapsuleFile
+from governance.core.words import plural
 from governance.output import printable
 
 
@@ -18,8 +20,11 @@ def packets_text(value: dict[str, Any]) -> str:
 
 
 def build_text(value: dict[str, Any]) -> str:
+    """The capsule's exact JSON, or (``text: markdown``) its Markdown view."""
+    if value["text"] == "json":
+        return str(value["capsule_json"])
     data = value["capsule_json"].encode("utf-8")
-    view = render_markdown(CapsuleFile(data=data, document=value["capsule"]))
+    view = render_markdown(CapsuleFile(data=data, document=json.loads(data)))
     if value["record"] is not None:
         record = value["record"]
         view += printable(f"\n(record {record['path']}: {record['status']})") + "\n"
@@ -89,4 +94,44 @@ def suggest_text(value: dict[str, Any]) -> str:
         lines.append(printable(f"coverage: incomplete; unresolved: {gaps}"))
     else:
         lines.append(f"coverage: complete, all {len(value['facets'])} facets covered")
+    return "\n".join(lines)
+
+
+def audit_text(value: dict[str, Any]) -> str:
+    """A line per record version that is not identical, and per unused waiver,
+    then the counts as ``capsule audit`` says them."""
+    lines = []
+    for row in value["results"]:
+        if row["result"] == "identical":
+            continue
+        if row["result"] == "drift":
+            detail = "differs in " + ", ".join(d["path"] for d in row["differences"])
+        else:
+            detail = f"{row['code']}: {row['message'].splitlines()[0] if row['message'] else ''}"
+        lines.append(printable(f"{row['result']:<9} {row['path']}  {detail}"))
+    lines += [
+        printable(
+            f"error     policies/audit-waivers.yml  {w['code']}: waiver {w['index']} "
+            f"(blob {w['blob'][:12]}) matches no record version"
+        )
+        for w in value["waivers"]
+        if w["code"] is not None
+    ]
+    counts = value["counts"]
+    where = value["range"]
+    tip = f" at {where['tip'][:12]}" if where["tip"] else " (no commits)"
+    lines.append(
+        printable(
+            f"audited {plural(counts['records'], 'record version')} "
+            f"({plural(counts['blobs'], 'distinct blob')}) in {plural(counts['commits'], 'commit')}"
+            f" of {where['spec']}{tip}: {counts['identical']} identical, {counts['drift']} drift, "
+            f"{counts['error']} error"
+            + (f", {counts['waived']} waived" if counts["waived"] else "")
+            + (
+                f", {plural(counts['waivers_unused'], 'unused waiver')}"
+                if counts["waivers_unused"]
+                else ""
+            )
+        )
+    )
     return "\n".join(lines)

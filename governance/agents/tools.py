@@ -15,6 +15,7 @@ import pygit2
 from governance import errors
 from governance.agents.tokens import exact_count
 from governance.core.cache import BlobCache
+from governance.core.capsule import packet_path
 from governance.core.hashing import sha256_hex
 from governance.core.locator import check_path
 from governance.core.paths import repo_relative
@@ -23,7 +24,7 @@ from governance.core.snapshot import Snapshot, open_repository
 from governance.core.verify import UNCHANGED, verify_capsule
 from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
 from governance.guards.check import check_packets, exit_code, find_packets
-from governance.history.records import RECORDS_FOLDER, write_record
+from governance.history.records import RECORDS_FOLDER, RECORDS_GLOB, write_record
 
 # A capsule is bounded by its policy's hard limit; no tool reads more than this
 # of a file or an argument before it refuses.
@@ -159,9 +160,30 @@ def list_packets(ws: Workspace) -> dict[str, Any]:
     return {"at": snapshot.commit_id, "packets": packets}
 
 
-def build(ws: Workspace, packet: str, at: str = "HEAD", record: bool = False) -> dict[str, Any]:
-    """Build ``packet`` at ``at`` as ``capsule build`` does; with ``record`` (only
-    when writing is enabled) write it as the packet's record."""
+def packet_file(ws: Workspace, packet: str, *, id_only: bool = False) -> str:
+    """The repository path of a packet given by its id (``GC-003``, as
+    list_packets names it) or by its path (unless ``id_only``); an id is
+    checked by the packet schema's rule (invalid_packet_id), a path by the
+    path rules."""
+    if "/" in packet and not id_only:
+        return ws.relative(packet)
+    from governance.authoring.new import check_id  # noqa: PLC0415 (defers PyYAML)
+
+    return packet_path(check_id(packet))
+
+
+def build(
+    ws: Workspace,
+    packet: str,
+    at: str = "HEAD",
+    record: bool = False,
+    *,
+    render: bool = False,
+    exact_tokens: bool = False,
+) -> dict[str, Any]:
+    """Build ``packet`` (an id or a path) at ``at`` as ``capsule build`` does;
+    with ``record`` (only when writing is enabled) write it as the packet's
+    record. The exact token count only when asked for: it loads a tokenizer."""
     from governance.core.builder import build_capsule  # noqa: PLC0415 (defers PyYAML)
 
     if record and not ws.write_enabled:
@@ -169,19 +191,19 @@ def build(ws: Workspace, packet: str, at: str = "HEAD", record: bool = False) ->
             "writing a record is disabled: start the server with --enable-write",
             code=errors.WRITE_DISABLED,
         )
-    packet_path = ws.relative(packet)
+    path = packet_file(ws, packet)
     snapshot = Snapshot.at(ws.repo, at)
     snapshot.cache = ws.cache
-    built = build_capsule(snapshot, packet_path)
+    built = build_capsule(snapshot, path)
     result: dict[str, Any] = {
         **built.summary(),
-        "exact_tokens": exact_count(built.data),
-        "capsule": built.document,
+        "exact_tokens": exact_count(built.data) if exact_tokens else None,
         "capsule_json": built.data.decode("utf-8"),
+        "text": "markdown" if render else "json",
         "record": None,
     }
     if record:
-        written = write_record(ws.repo, packet_path, built.document["commit"], built.data)
+        written = write_record(ws.repo, path, built.document["commit"], built.data)
         result["record"] = {"path": written.path, "status": written.status}
     return result
 
@@ -256,7 +278,8 @@ def suggest(
 
 
 def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) -> dict[str, Any]:
-    """Every reason the named packets (or all of them) would not build at HEAD."""
+    """Every reason the named packets (ids or paths), or all of them, would not
+    build at HEAD."""
     if all == bool(packets):
         raise UsageError("name packets or set all, not both and not neither", code=errors.USAGE)
     snapshot = Snapshot.at(ws.repo, "HEAD")
@@ -264,7 +287,7 @@ def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) ->
     names = (
         find_packets(snapshot.tree)
         if all
-        else list(dict.fromkeys(ws.relative(p) for p in packets or []))
+        else list(dict.fromkeys(packet_file(ws, p) for p in packets or []))
     )
     results = check_packets(snapshot, names)
     failures = [f for name in names for f in results[name]]
@@ -281,6 +304,16 @@ def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) ->
             for name in names
         ],
     }
+
+
+def audit(ws: Workspace, spec: str | None = None, paths: list[str] | None = None) -> dict[str, Any]:
+    """``capsule audit --json --jobs 1`` of ``spec`` (REV or A..B): every record
+    version of the range replayed, waivers honoured. On this process only: a
+    server's threads are not forked."""
+    from governance.history.audit import audit as audit_range  # noqa: PLC0415 (defers PyYAML)
+
+    report = audit_range(ws.repo, spec, paths=paths or [RECORDS_GLOB], jobs=1)
+    return report.to_json()
 
 
 _FILES = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)

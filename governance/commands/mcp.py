@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from typing import Any
 
@@ -24,15 +25,20 @@ def register(sub: Any) -> None:
         (
             "Run an MCP server on stdio (the optional extra: pip install "
             "'git-capsule[mcp]') for the repository at --repo (default: the one around the "
-            "cwd), fixed when it starts. Tools: list_packets, outline, suggest, build, verify, "
-            "replay, check; each has a closed input schema and a declared output schema, "
-            "answers with structured content and a text for the model (build: the capsule's "
-            "Markdown view), and reports every error as a tool error with its stable code. "
-            "Paths are repository paths, refused when unsafe or outside the repository, as on "
-            "the command line. Committed packets, contexts and records are resources "
-            "(capsule://<path>). Read-only unless --enable-write, which adds build's "
-            "record argument. --print-config CLIENT prints the snippet registering the "
-            "server with that client, with absolute paths, and writes nothing."
+            "cwd), fixed when it starts. Tools: capsule_list_packets, capsule_build, "
+            "capsule_outline, capsule_suggest, capsule_verify, capsule_replay, capsule_check, "
+            "capsule_audit; each has a title, a closed and strict input schema with every "
+            "argument described, and a declared output schema, and answers with structured "
+            "content and a text (capsule_build: the capsule's exact JSON, or with render: true "
+            "its Markdown view). A packet is named by its id or its path. Every error, an "
+            "unknown tool or mistyped arguments included, is a tool error (isError) whose text "
+            "starts 'error [code]:' with its stable code. Paths are repository paths, refused "
+            "when unsafe or outside the repository, as on the command line. Resources: each "
+            "packet's capsule (capsule://packets/<ID>) and the committed packets, contexts and "
+            "records (capsule://<path>), with resource templates for each. Read-only unless "
+            "--enable-write, which adds capsule_build's record argument. --print-config CLIENT "
+            "prints the snippet registering the server with that client, with absolute paths, "
+            "and writes nothing."
         ),
     )
     parser.add_argument(
@@ -64,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
         command = server_command(workspace.root, enable_write=args.enable_write)
         sys.stdout.write(snippet(args.print_config, command))
         err(f"capsule: {WHERE[args.print_config]}")
+        if importlib.util.find_spec("mcp") is None:
+            err(
+                "capsule: warning: the MCP SDK is not installed beside this capsule, so the "
+                "server this starts exits 2 (mcp_unavailable): pip install 'git-capsule[mcp]'"
+            )
         return 0
     try:
         from governance.agents.server import serve  # noqa: PLC0415 (defers pygit2, mcp, tempfile, importlib.resources, subprocess, concurrent.futures, multiprocessing, json)
