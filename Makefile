@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+MCP_CLIENT := tests/mcp_client
+MCP_CLIENT_STAMP := $(MCP_CLIENT)/node_modules/.installed
 DEMO_PACKET ?= packets/GC-003/packet.yml
 
 .PHONY: demo test lint typecheck tools clean
@@ -37,8 +39,18 @@ tools:
 	    fi; \
 	}
 
-test: lint typecheck tools
+# tests/test_mcp_client.py drives capsule mcp with the TypeScript SDK's client,
+# the one most MCP hosts embed, pinned with integrity hashes by its lockfile.
+$(MCP_CLIENT_STAMP): $(MCP_CLIENT)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	    echo "make: installing the TypeScript MCP client for the tests (npm ci in $(MCP_CLIENT))" >&2; \
+	    cd $(MCP_CLIENT) && npm ci --silent >&2 && touch node_modules/.installed; \
+	else \
+	    echo "make: npm is missing: install Node.js and npm, or the MCP client tests fail" >&2; \
+	fi
+
+test: lint typecheck tools $(MCP_CLIENT_STAMP)
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(MCP_CLIENT)/node_modules

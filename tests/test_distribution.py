@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def _copy_as_git(where: Path) -> tuple[Path, str]:
     """This checkout's files (uncommitted edits included) as a fresh git repository."""
     copy = where / "git-capsule"
-    junk = shutil.ignore_patterns("__pycache__", "*.pyc", ".venv", "*.egg-info", ".git")
+    junk = shutil.ignore_patterns(
+        "__pycache__", "*.pyc", ".venv", "*.egg-info", ".git", "node_modules"
+    )
     shutil.copytree(ROOT, copy, ignore=junk)
     env = {
         "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -93,8 +95,11 @@ def test_the_sdist_carries_what_its_tests_need(built: dict[str, Path]) -> None:
                    "tests/data/rfcs/text/3935-Project-Goals-2026.md",
                    "policies/capsule.yml", "packets/GC-003/packet.yml",
                    "scripts/generate_validators.py", "hooks/github-workflow.yml",
-                   "governance/examples/continuation-llm.sh"]:  # fmt: skip
+                   "governance/examples/continuation-llm.sh",
+                   "tests/mcp_client/package-lock.json", "tests/mcp_client/client.mjs",
+                   "tests/mcp_client/.npmrc"]:  # fmt: skip
         assert needed in names, needed
+    assert not any("node_modules" in name for name in names)
 
 
 def test_tests_pass_from_an_unpacked_sdist(built: dict[str, Path], tmp_path: Path) -> None:
