@@ -374,9 +374,18 @@ def test_q1_kinds_with_doc_or_empty_return_only_doc_frames(
 # --- verify (V1-V4) -------------------------------------------------------------
 
 
-def _verify(provider: Provider, frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _verify(
+    provider: Provider,
+    frames: list[dict[str, Any]],
+    provider_id: str = "git-capsule",
+    suffix: str = "",
+) -> list[dict[str, Any]]:
     identities = [
-        {"provider_id": "git-capsule", "frame_id": f["id"], "content_digest": f["content_digest"]}
+        {
+            "provider_id": provider_id,
+            "frame_id": f["id"],
+            "content_digest": f["content_digest"] + suffix,
+        }
         for f in frames
     ]
     reply = provider.ask({"type": "verify", "request": {"frames": identities}})
@@ -434,33 +443,93 @@ def test_v4_a_deleted_source_or_heading_is_gone(repo: Repo, ready: Provider) -> 
     assert not any("replacement_digest" in v for v in verdicts)
 
 
+@pytest.mark.parametrize("provider_id", ["provider-under-test", "someone-else", "git-capsule"])
+def test_v1_verify_answers_under_whatever_id_the_host_registered_us(
+    ready: Provider, provider_id: str
+) -> None:
+    # Issue 20: the conformance runner registers a provider as
+    # "provider-under-test", and every frame it verified came back unknown.
+    packet = _frames(ready)
+    goal = ready.query(goal=GOAL)["result"]["frames"]
+    assert goal
+    verdicts = _verify(ready, packet + goal, provider_id)
+    assert [v["status"] for v in verdicts] == ["valid"] * len(packet + goal)
+
+
+MUTATED = "-contextgraph-conformance-mutated"  # the runner's own mutation
+
+
+@pytest.mark.parametrize("suffix", [MUTATED, "x"])
+def test_v1_a_digest_we_would_not_serve_is_stale_with_the_current_one(
+    ready: Provider, suffix: str
+) -> None:
+    # Issue 20: with a mutated content_digest the runner must get stale (V1),
+    # and got unknown.
+    frames = _frames(ready) + ready.query(goal=GOAL)["result"]["frames"]
+    verdicts = _verify(ready, frames, "provider-under-test", suffix)
+    assert [v["status"] for v in verdicts] == ["stale"] * len(frames)
+    assert [v["replacement_digest"] for v in verdicts] == [f["content_digest"] for f in frames]
+
+
+def test_v1_another_digest_of_the_right_length_is_stale_too(ready: Provider) -> None:
+    frame = _frames(ready)[2]
+    identity = {"provider_id": "h", "frame_id": frame["id"], "content_digest": "sha256:" + "0" * 64}
+    reply = ready.ask({"type": "verify", "request": {"frames": [identity]}})
+    (verdict,) = reply["response"]["verdicts"]
+    assert (verdict["status"], verdict["replacement_digest"]) == ("stale", frame["content_digest"])
+
+
+def test_v1_holding_the_bytes_a_part_has_now_is_valid(repo: Repo, ready: Provider) -> None:
+    # The digest is the ground truth: an old id held with the bytes its part
+    # has at HEAD (the replacement digest, fetched again) is valid.
+    frames = _frames(ready)
+    repo.write("docs/notes.md", "# Notes\n\nRewritten.\n")
+    repo.commit("rewrite notes")
+    (stale,) = _verify(ready, frames[3:])
+    held = {**frames[3], "content_digest": stale["replacement_digest"]}
+    assert _verify(ready, [held])[0]["status"] == "valid"
+
+
+def test_v4_a_part_gone_is_gone_whatever_digest_is_held(repo: Repo, ready: Provider) -> None:
+    frames = _frames(ready)
+    (repo.path / "docs/notes.md").unlink()
+    repo.commit("remove notes")
+    assert [v["status"] for v in _verify(ready, frames[3:], suffix="x")] == ["gone"]
+
+
 def test_v3_what_the_provider_cannot_vouch_for_is_unknown(repo: Repo, ready: Provider) -> None:
     frame = _frames(ready)[2]
     identities = [
-        {
-            "provider_id": "someone-else",
-            "frame_id": frame["id"],
-            "content_digest": frame["content_digest"],
-        },
         {
             "provider_id": "git-capsule",
             "frame_id": "frm_retry",
             "content_digest": frame["content_digest"],
         },
-        {
-            "provider_id": "git-capsule",
-            "frame_id": frame["id"],
-            "content_digest": "sha256:" + "0" * 64,
-        },
         {"provider_id": "git-capsule", "frame_id": frame["id"]},
+        {"provider_id": "git-capsule", "frame_id": frame["id"], "content_digest": None},
         {
             "provider_id": "git-capsule",
             "frame_id": frame["id"].replace(repo.head(), "1" * 40),
             "content_digest": frame["content_digest"],
         },
+        {
+            "provider_id": "git-capsule",
+            "frame_id": frame["id"].replace("/reads/0", "/reads/9"),
+            "content_digest": frame["content_digest"],
+        },
+        {
+            "provider_id": "git-capsule",
+            "frame_id": frame["id"].replace("capsule:P-1@", "capsule:P-2@"),
+            "content_digest": frame["content_digest"],
+        },
+        {
+            "provider_id": "git-capsule",
+            "frame_id": f"capsule-suggest:{repo.head()}/docs/roadmap.md#no-such-heading",
+            "content_digest": frame["content_digest"],
+        },
     ]
     reply = ready.ask({"type": "verify", "request": {"frames": identities}})
-    assert [v["status"] for v in reply["response"]["verdicts"]] == ["unknown"] * 5
+    assert [v["status"] for v in reply["response"]["verdicts"]] == ["unknown"] * 7
     assert [v["frame"] for v in reply["response"]["verdicts"]] == identities
 
 

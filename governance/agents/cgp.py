@@ -212,9 +212,7 @@ class Session:
         verdicts = []
         for given in identities:
             identity = _identity(given)
-            if identity["provider_id"] == cgp_frames.PROVIDER_NAME and is_goal_frame(
-                identity["frame_id"]
-            ):
+            if is_goal_frame(identity["frame_id"]):
                 verdicts.append(goal_verdict(self.repo, now, identity))
             else:
                 verdicts.append(verifier.verdict(identity))

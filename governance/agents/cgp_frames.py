@@ -218,19 +218,22 @@ class Verifier:
         return self._built[key]
 
     def verdict(self, identity: dict[str, Any]) -> dict[str, Any]:
+        """The held digest against the part's bytes now: the same is valid,
+        other bytes stale (with the current digest), the part gone is gone.
+        The provider_id is the host's name for this provider, whatever it is:
+        the frame id alone names the part."""
         answer: dict[str, Any] = {"frame": identity, "status": UNKNOWN}
         match = _FRAME_ID.fullmatch(str(identity.get("frame_id", "")))
         held = identity.get("content_digest")
-        if identity.get("provider_id") != PROVIDER_NAME or match is None or not held:
-            return answer  # not ours, not one of our ids, or nothing to compare
+        if match is None or not held:
+            return answer  # not one of our ids, or nothing to compare
         built = self._capsule(match["packet"], match["commit"])
         if isinstance(built, CapsuleError):
             return answer  # that capsule cannot be rebuilt here: we cannot say
-
         served = {p.name: p for p in parts(built.document)}
         part = served.get(match["part"])
-        if part is None or digest(part.text) != held:
-            return answer  # no frame of ours ever had this identity
+        if part is None:
+            return answer  # that capsule has no such part: never a frame of ours
         try:
             results = verify_capsule(CapsuleFile(built.data, built.document), self.now)
         except CapsuleError:
@@ -239,9 +242,26 @@ class Verifier:
         name = match["part"].replace("reads/", "reads[") + ("]" if "/" in match["part"] else "")
         (result,) = [r for r in results if r.part == name]
         status = verdict_for(result.status, result.code)
-        answer["status"] = status
-        if status == STALE:
-            current = result.current.get("selected_sha256") or result.current.get("sha256")
-            if current:
-                answer["replacement_digest"] = f"sha256:{current}"
-        return answer
+        if status == VALID:
+            current: str | None = digest(part.text)  # the same bytes, wherever they are
+        elif status == STALE:
+            now = result.current.get("selected_sha256") or result.current.get("sha256")
+            current = f"sha256:{now}" if now else None
+        else:
+            answer["status"] = status
+            return answer
+        if current is None:
+            return answer
+        return judge(answer, held, current)
+
+
+def judge(answer: dict[str, Any], held: str, current: str) -> dict[str, Any]:
+    """``valid`` when the host holds the bytes the part has now; otherwise
+    ``stale`` with their digest (V1, V4): a digest we would not serve is, from
+    here, exactly a source that changed under the host."""
+    if held == current:
+        answer["status"] = VALID
+    else:
+        answer["status"] = STALE
+        answer["replacement_digest"] = current
+    return answer

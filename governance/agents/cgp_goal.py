@@ -13,7 +13,7 @@ from typing import Any
 
 import pygit2
 
-from governance.agents.cgp_frames import GONE, STALE, UNKNOWN, VALID, Part, digest, frame
+from governance.agents.cgp_frames import GONE, UNKNOWN, Part, frame, judge
 from governance.authoring.suggest import Options, suggest
 from governance.authoring.template import Draft
 from governance.core.excerpt import Excerpt, select
@@ -72,19 +72,18 @@ def is_goal_frame(frame_id: str) -> bool:
 def goal_verdict(
     repo: pygit2.Repository, now: Snapshot, identity: dict[str, Any]
 ) -> dict[str, Any]:
-    """Select the frame's locator at its commit and at HEAD: the same bytes are
-    valid (wherever they are now), other bytes stale, a file or heading gone is
-    gone; anything this provider cannot vouch for is unknown."""
+    """Select the frame's locator at its commit (so the id names a section we
+    could have served) and at HEAD: the held digest against the bytes there is
+    valid or stale, a file or heading gone is gone; anything this provider
+    cannot vouch for is unknown."""
     answer: dict[str, Any] = {"frame": identity, "status": UNKNOWN}
     match = _FRAME_ID.fullmatch(str(identity.get("frame_id", "")))
     held = identity.get("content_digest")
     if match is None or not held:
         return answer
     try:
-        then = _excerpt(Snapshot.at(repo, match["commit"], check_worktree=False), match["locator"])
+        _excerpt(Snapshot.at(repo, match["commit"], check_worktree=False), match["locator"])
     except CapsuleError:
-        return answer
-    if digest(then.text) != held:
         return answer
     try:
         current = _excerpt(now, match["locator"])
@@ -94,9 +93,4 @@ def goal_verdict(
         if exc.code in _GONE:
             answer["status"] = GONE
         return answer
-    if current.selected_sha256 == then.selected_sha256:
-        answer["status"] = VALID
-    else:
-        answer["status"] = STALE
-        answer["replacement_digest"] = f"sha256:{current.selected_sha256}"
-    return answer
+    return judge(answer, held, f"sha256:{current.selected_sha256}")

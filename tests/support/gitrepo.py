@@ -128,9 +128,14 @@ class Repo:
             path.mkdir(parents=True, exist_ok=True)
             self.git("init", "-q", "-b", "main")
 
-    def git(self, *args: str, check: bool = True) -> str:
+    def git(self, *args: str, check: bool = True, when: str | None = None) -> str:
+        """Run git here; ``when`` (an ISO 8601 date) dates what it commits
+        instead of the next tick's date."""
         self._tick += 1
-        env = {**(os.environ if self.env is None else self.env), **dates(self._tick)}
+        stamp = dates(self._tick)
+        if when is not None:
+            stamp = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+        env = {**(os.environ if self.env is None else self.env), **stamp}
         done = subprocess.run(
             ["git", *args], cwd=self.path, env=env, check=check, capture_output=True, text=True
         )
@@ -156,9 +161,9 @@ class Repo:
             target.write_bytes(content.encode("utf-8"))
         return target
 
-    def commit(self, message: str = "change") -> str:
+    def commit(self, message: str = "change", *, when: str | None = None) -> str:
         self.git("add", "-A")
-        self.git("commit", "-q", "--allow-empty", "-m", message)
+        self.git("commit", "-q", "--allow-empty", "-m", message, when=when)
         return self.head()
 
     def head(self) -> str:

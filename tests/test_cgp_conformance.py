@@ -1,0 +1,152 @@
+"""``capsule cgp`` under the Context Graph Protocol's conformance checks: one
+test per check of the reference runner's ``run_conformance`` (stdio target),
+each driven as the runner drives it (support/cgp_conformance.py: its probes,
+its host id ``provider-under-test``, its pass, fail and skip rules) against
+the real provider on a repository with a commit before the runner's ``as_of``
+pin and one after it, its work tree clean.
+
+A check may end SKIPPED only where the runner skips a capability the provider
+does not declare, and the test says which.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.cgp_conformance import (
+    ANCHOR_RELEVANCE,
+    BUDGET_HONESTY,
+    CHECKS,
+    CONSENT_SCOPE,
+    CORRELATION,
+    EMBEDDING_FINGERPRINT,
+    FRAME_VALIDITY,
+    HANDSHAKE,
+    KINDS_FILTER,
+    MALFORMED,
+    NO_FINGERPRINT,
+    NO_GRAPH,
+    PASS,
+    SHUTDOWN,
+    SKIPPED,
+    VERIFY_HONESTY,
+    CheckResult,
+    run_conformance,
+    table,
+)
+from support.gitrepo import POLICY, Repo, git_env, packet_yaml
+
+BEFORE_PIN = "2026-03-01T09:00:00Z"
+AFTER_PIN = "2026-08-01T09:00:00Z"
+
+PROBES = """\
+# Probes
+
+How a host asks for context.
+
+## Conformance
+
+Conformance is a claim a runner can check, one probe at a time.
+
+## Probe queries
+
+A probe query asks a provider to return what it has.
+
+## Relevant frames
+
+The most relevant frames come first, each with exact bytes.
+"""
+
+
+def provider_argv(repo: Path) -> list[str]:
+    return [sys.executable, "-m", "governance", "cgp", "--repo", str(repo)]
+
+
+def conformance_repo(path: Path, home: Path) -> Repo:
+    """Docs the runner's probe goal finds, a packet, a commit before the as_of
+    pin and one after it that edits every doc; the work tree clean."""
+    repo = Repo(path, git_env(home))
+    repo.write("policies/capsule.yml", POLICY)
+    repo.write("docs/probes.md", PROBES)
+    repo.write("docs/frames.md", "# Frames\n\nA frame returns relevant bytes to a host.\n")
+    repo.write("packets/P-1/packet.yml", packet_yaml("P-1", ["docs/probes.md#conformance"]))
+    repo.write("packets/P-1/context.md", "# Context\n\nWhy the probe exists.\n")
+    repo.commit("docs before the pin", when=BEFORE_PIN)
+    repo.write("docs/probes.md", PROBES.replace("one probe at a time", "probe by probe"))
+    repo.write("docs/frames.md", "# Frames\n\nA frame returns relevant bytes, later.\n")
+    repo.commit("docs after the pin", when=AFTER_PIN)
+    return repo
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckResult]:
+    home = tmp_path_factory.mktemp("home")
+    repo = conformance_repo(tmp_path_factory.mktemp("conformance") / "repo", home)
+    with pytest.MonkeyPatch.context() as env:
+        # The runner hands the provider PATH and HOME only; HOME is ours.
+        env.setenv("HOME", str(home))
+        checks = run_conformance(provider_argv(repo.path))
+    print(table(checks))
+    assert [c.name for c in checks] == list(CHECKS)  # the runner's checks, in its order
+    return {c.name: c for c in checks}
+
+
+def _passed(report: dict[str, CheckResult], name: str) -> str:
+    check = report[name]
+    assert check.status == PASS, f"{name}: {check.status}: {check.evidence}"
+    return check.evidence
+
+
+def test_handshake(report: dict[str, CheckResult]) -> None:
+    assert "provider 'git-capsule'" in _passed(report, HANDSHAKE)
+
+
+def test_consent_scope(report: dict[str, CheckResult]) -> None:
+    assert "['local-only']" in _passed(report, CONSENT_SCOPE)
+
+
+def test_frame_validity(report: dict[str, CheckResult]) -> None:
+    evidence = _passed(report, FRAME_VALIDITY)
+    assert not evidence.startswith("provider returned 0 frames"), evidence
+
+
+def test_verify_honesty(report: dict[str, CheckResult]) -> None:
+    evidence = _passed(report, VERIFY_HONESTY)
+    assert evidence.startswith("provider verified "), evidence
+    assert " 0 " not in evidence, evidence
+
+
+def test_budget_honesty(report: dict[str, CheckResult]) -> None:
+    assert "within the 4096 budget" in _passed(report, BUDGET_HONESTY)
+
+
+def test_kinds_filter(report: dict[str, CheckResult]) -> None:
+    assert "kinds=[doc]" in _passed(report, KINDS_FILTER)
+
+
+def test_anchor_relevance(report: dict[str, CheckResult]) -> None:
+    # capsule cgp declares no graph (docs/cgp.md): the runner's skip for it.
+    assert report[ANCHOR_RELEVANCE] == CheckResult(ANCHOR_RELEVANCE, SKIPPED, NO_GRAPH)
+
+
+def test_shutdown_clean(report: dict[str, CheckResult]) -> None:
+    # The runner passes a provider it had to kill after the grace; ours ends
+    # on its own, with status 0.
+    assert _passed(report, SHUTDOWN).endswith("(exited with status 0)")
+
+
+def test_malformed_input_tolerance(report: dict[str, CheckResult]) -> None:
+    assert "with `bad_request` and stayed alive" in _passed(report, MALFORMED)
+
+
+def test_embedding_fingerprint(report: dict[str, CheckResult]) -> None:
+    # No embedding space is declared: the runner's skip for it.
+    expected = CheckResult(EMBEDDING_FINGERPRINT, SKIPPED, NO_FINGERPRINT)
+    assert report[EMBEDDING_FINGERPRINT] == expected
+
+
+def test_correlation(report: dict[str, CheckResult]) -> None:
+    assert "echoed the request id verbatim" in _passed(report, CORRELATION)
