@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -222,6 +223,101 @@ def test_an_empty_file_has_no_range_and_digests_the_whole_resource(
     assert "range" not in frame["provenance"][0]
     assert frame["provenance"][0]["digest"] == "sha256:" + hashlib.sha256(b"").hexdigest()
     assert frame["token_cost"] == 0
+
+
+PIN = "2026-07-01T00:00:00Z"  # the conformance runner's as_of pin
+
+
+def _ids(frames: list[dict[str, Any]]) -> set[str]:
+    return {f["id"].split("@")[1].split("/")[0] for f in frames}
+
+
+def test_f4_as_of_serves_the_last_commit_at_or_before_the_pin(repo: Repo, ready: Provider) -> None:
+    # Issue 20: as_of was ignored, and a query pinned to 2026-07-01 got frames
+    # whose valid_from was after the pin.
+    before = repo.head()
+    repo.write("docs/notes.md", "# Notes\n\nWritten after the pin.\n")
+    after = repo.commit("after the pin", when="2026-09-01T00:00:00Z")
+    pinned = _frames(ready, as_of=PIN)
+    assert _ids(pinned) == {before}
+    assert pinned[3]["content"] == "# Notes\n\nSome notes.\n"
+    assert all(f["valid_from"] <= PIN for f in pinned)
+    assert _ids(_frames(ready)) == {after}
+    goal = ready.query(goal=GOAL, as_of=PIN)["result"]["frames"]
+    assert goal
+    assert all(f["id"].startswith(f"capsule-suggest:{before}/") for f in goal)
+
+
+def test_f4_a_commit_at_the_pin_is_served_and_fractions_round_down(
+    repo: Repo, ready: Provider
+) -> None:
+    repo.write("docs/notes.md", "# Notes\n\nAt the pin.\n")
+    at = repo.commit("at the pin", when=PIN)
+    assert _ids(_frames(ready, as_of=PIN)) == {at}
+    assert _ids(_frames(ready, as_of="2026-07-01T00:00:00.999Z")) == {at}
+    assert _ids(_frames(ready, as_of="2026-06-30T23:59:59.999Z")) != {at}
+
+
+def test_f4_as_of_reads_the_committer_time_not_the_author_time(repo: Repo, ready: Provider) -> None:
+    before = repo.head()
+    repo.write("docs/notes.md", "# Notes\n\nAuthored early, committed late.\n")
+    env = {"GIT_AUTHOR_DATE": "2026-02-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-09-01T00:00:00Z"}
+    repo.git("add", "-A")
+    subprocess.run(["git", "commit", "-qm", "late"], cwd=repo.path, env={**os.environ, **env},
+                   check=True)  # fmt: skip
+    assert _ids(_frames(ready, as_of=PIN)) == {before}
+
+
+def test_f4_as_of_follows_the_first_parent_line(repo: Repo, ready: Provider) -> None:
+    # A side branch's commit dated before the pin, merged after it: at the pin
+    # the branch held the commit before the merge, not the side branch's.
+    mainline = repo.head()
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("docs/side.md", "# Side\n")
+    repo.commit("side, before the pin", when="2026-03-01T00:00:00Z")
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge", "side", when="2026-09-01T00:00:00Z")
+    assert _ids(_frames(ready, as_of=PIN)) == {mainline}
+
+
+def test_f4_a_pin_before_every_commit_gets_no_frames(ready: Provider) -> None:
+    for pin in ("2025-12-31T23:59:59Z", "0000-01-01T00:00:00Z"):
+        reply = ready.query("early", anchors=[ANCHOR], as_of=pin)
+        assert reply["result"] == {"frames": [], "truncated": False}
+        assert reply["id"] == "early"
+
+
+def test_f4_as_of_null_is_no_pin(repo: Repo, ready: Provider) -> None:
+    assert _ids(_frames(ready, as_of=None)) == {repo.head()}
+
+
+@pytest.mark.parametrize(
+    "pin",
+    [
+        "2026-07-01",
+        "2026-07-01T00:00:00",
+        "2026-07-01T00:00:00+02:00",
+        "2026-07-01t00:00:00z",
+        "2026-07-01 00:00:00Z",
+        "2026-02-29T00:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-07-01T24:00:00Z",
+        "2026-07-01T00:00:61Z",
+        "2026-07-01T00:00:00.Z",
+        "\uff12\uff10\uff12\uff16-07-01T00:00:00Z",
+        20260701,
+        ["2026-07-01T00:00:00Z"],
+    ],
+)
+def test_f4_an_as_of_outside_the_utc_profile_is_a_bad_request(ready: Provider, pin: Any) -> None:
+    reply = ready.query("p", anchors=[ANCHOR], as_of=pin)
+    assert (reply["type"], reply["code"], reply["id"]) == ("error", "bad_request", "p")
+    assert "as_of" in reply["message"]
+
+
+def test_f4_a_leap_second_and_a_leap_day_are_times(ready: Provider) -> None:
+    for pin in ("2026-06-30T23:59:60Z", "2028-02-29T12:00:00Z"):
+        assert ready.query(anchors=[ANCHOR], as_of=pin)["type"] == "frames"
 
 
 def test_p1_full_frames_carry_content_and_no_reference_fields(ready: Provider) -> None:

@@ -18,6 +18,8 @@ import pytest
 
 from support.cgp_conformance import (
     ANCHOR_RELEVANCE,
+    AS_OF,
+    AS_OF_PIN,
     BUDGET_HONESTY,
     CHECKS,
     CONSENT_SCOPE,
@@ -121,6 +123,14 @@ def test_verify_honesty(report: dict[str, CheckResult]) -> None:
 
 def test_budget_honesty(report: dict[str, CheckResult]) -> None:
     assert "within the 4096 budget" in _passed(report, BUDGET_HONESTY)
+
+
+def test_as_of_temporal(report: dict[str, CheckResult]) -> None:
+    # Not the empty answer that passes any provider: the commit before the
+    # pin has frames to serve.
+    evidence = _passed(report, AS_OF)
+    assert f"as_of={AS_OF_PIN}: none of the " in evidence
+    assert "none of the 0 " not in evidence, evidence
 
 
 def test_kinds_filter(report: dict[str, CheckResult]) -> None:

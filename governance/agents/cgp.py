@@ -8,10 +8,12 @@ failed request gets a typed ``error`` and the provider keeps serving (R1).
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 from typing import IO, Any
 
 import pygit2
@@ -19,10 +21,16 @@ import pygit2
 from governance import __version__
 from governance.agents import cgp_frames
 from governance.agents.cgp_goal import goal_frames, goal_verdict, is_goal_frame
+from governance.core.snapshot import Snapshot
 from governance.errors import CapsuleError, coded
 
 PROTOCOL_VERSION = "contextgraph/1.0"
 _VERSION = re.compile(r"contextgraph/([0-9]+)\.[0-9]+(?:-draft)?")
+# The protocol's UTC profile (F4): ASCII digits only ([0-9], not \d).
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?Z"
+)
+_EPOCH = date(1970, 1, 1).toordinal()
 
 # Bounds, so that no input makes the provider work for minutes.
 MAX_LINE_BYTES = 1 << 20
@@ -95,6 +103,26 @@ def _strings(query: dict[str, Any], name: str, limit: int | None = None) -> list
     if limit is not None and len(value) > limit:
         raise Refusal(BAD_REQUEST, f"query.{name}: at most {limit} entries")
     return value
+
+
+def pin_seconds(value: Any) -> int:
+    """``as_of`` as Unix seconds, rounded down (commit times are whole
+    seconds, so a commit is at or before the pin exactly when it is at or
+    before this); ``bad_request`` for anything outside the UTC profile (F4)."""
+    match = _TIMESTAMP.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise Refusal(BAD_REQUEST, "query.as_of must be a UTC time, YYYY-MM-DDTHH:MM:SS[.f]Z")
+    year, month, day, hour, minute, second = map(int, match.groups())
+    days = (31, 29 if calendar.isleap(year) else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+    if not (1 <= month <= 12 and 1 <= day <= days[month - 1]):
+        raise Refusal(BAD_REQUEST, f"query.as_of: {value} is not a day of the calendar")
+    if hour > 23 or minute > 59 or second > 60:  # 60: a leap second
+        raise Refusal(BAD_REQUEST, f"query.as_of: {value} is not a time of day")
+    if year == 0:
+        return -(1 << 63)  # before the year 1, so before any commit
+    return (date(year, month, day).toordinal() - _EPOCH) * 86400 + (
+        hour * 3600 + minute * 60 + second
+    )
 
 
 @dataclass
@@ -179,7 +207,13 @@ class Session:
         if kinds and "doc" not in kinds:
             raise Refusal(UNSUPPORTED_KIND, "this provider serves only 'doc' frames")
         packets = [p for p in (cgp_frames.packet_id_of(a) for a in anchors) if p is not None]
-        snapshot = cgp_frames.head(self.repo)
+        if query.get("as_of") is None:
+            snapshot: Snapshot | None = cgp_frames.head(self.repo)
+        else:
+            # F4: the tree as it stood at the pin, never content dated after it.
+            snapshot = cgp_frames.as_of(self.repo, pin_seconds(query["as_of"]))
+        if snapshot is None:
+            return {"type": "frames", "result": {"frames": [], "truncated": False}}
         candidates: list[dict[str, Any]] = []
         if packets:
             for packet in dict.fromkeys(packets):

@@ -148,6 +148,23 @@ def head(repo: pygit2.Repository) -> Snapshot:
     return Snapshot.at(repo, "HEAD", check_worktree=False)
 
 
+def as_of(repo: pygit2.Repository, seconds: int) -> Snapshot | None:
+    """The committed tree of the last commit at or before ``seconds`` (Unix
+    time, committer time) on HEAD's first-parent line, which is what the branch
+    held then; None when every commit of that line is later. One walk, as long
+    as that line is."""
+    now = head(repo)
+    commit = repo[now.commit_id]
+    assert isinstance(commit, pygit2.Commit)
+    while commit.commit_time > seconds:
+        if not commit.parent_ids:
+            return None
+        commit = commit.parents[0]
+    if str(commit.id) == now.commit_id:
+        return now
+    return Snapshot.at(repo, str(commit.id), check_worktree=False)
+
+
 def packet_frames(repo: pygit2.Repository, snapshot: Snapshot, packet: str) -> list[dict[str, Any]]:
     """The frames of ``packet``'s capsule built at ``snapshot``'s commit; the
     builder's own error when it does not build there."""

@@ -31,10 +31,11 @@ def register(sub: Any) -> None:
             "Run a Context Graph Protocol (contextgraph/1) provider over stdio: one JSON "
             "envelope per line in, one per line out. After the handshake, a query anchored on "
             'a packet (anchors: ["capsule://packets/<ID>"]) returns the parts of that '
-            "packet's capsule built at HEAD (packet, context, policy, every read) as doc "
+            "packet's capsule built at HEAD (packet, context, every read) as doc "
             "frames: exact content, sha256 digests, L<a>-<b> line ranges, token_cost = "
             "ceil(UTF-8 bytes / 4), within max_frames and max_tokens; a query without a "
-            "packet anchor gets the sections capsule suggest proposes for its goal at HEAD. "
+            "packet anchor gets the sections capsule suggest proposes for its goal at HEAD; "
+            "with as_of, both are served from the last commit at or before that time. "
             "verify answers valid, "
             "stale, gone or unknown from capsule verify. Reads committed objects only; "
             "writes nothing; sends nothing anywhere but stdout. See docs/cgp.md."
