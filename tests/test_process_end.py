@@ -280,15 +280,24 @@ def _waiting_on_stdin(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/syscall").exists(), reason="needs Linux /proc")
 def test_interrupted_exits_130_with_one_line(repo: Repo) -> None:
-    # ^C while the push hook reads git's lines on stdin.
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HARNESS, "plain", "push"],
-        cwd=repo.path,
-        env=user_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    # ^C while the push hook reads git's lines on stdin. A shell without job
+    # control starts a background job with SIGINT ignored, every child
+    # inherits that, and Python installs no handler for an ignored signal: the
+    # ^C did nothing, stdin reached EOF and the hook exited 0. The hook is
+    # started as a terminal starts a command, with SIGINT at its default: a
+    # signal this process handles (rather than ignores) is reset by exec.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HARNESS, "plain", "push"],
+            cwd=repo.path,
+            env=user_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        signal.signal(signal.SIGINT, before)
     try:
         _waiting_on_stdin(proc)
         proc.send_signal(signal.SIGINT)
