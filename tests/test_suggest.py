@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from governance.authoring import select
 from governance.authoring.corpus import Bounds
 from governance.authoring.suggest import Options, suggest
@@ -342,13 +344,22 @@ def test_without_a_committed_policy_it_fails_as_build_would(cli, tmp_path: Path)
     assert json.loads(result.out)["error"]["code"] == "source_missing"
 
 
-def test_hostile_goal_text_is_escaped_on_the_terminal(cli, tmp_path: Path) -> None:
+def test_hostile_repository_text_is_escaped_on_the_terminal(cli, tmp_path: Path) -> None:
+    # The goal's own control characters are dropped when it is parsed into
+    # facets, so they never reach the output: the text that does is the
+    # repository's. A path may hold a bidi override and a C1 CSI (only C0
+    # controls and DEL make a path unsafe), and suggest prints the path: as
+    # an escaped YAML scalar that loads back to exactly that path.
     repo = make_repo(tmp_path)
-    result = cli(["suggest", "sharding \x1b]0;owned\x07 \u202ereplay"], cwd=repo.path)
+    hostile = "docs/\u202ewombat\x9b31m.md"
+    repo.write(hostile, "# Wombat\n\nThe wombat burrows under the replay.\n")
+    repo.commit("hostile name")
+    result = cli(["suggest", "wombat burrows"], cwd=repo.path)
     assert result.code == 0, result.err
-    assert "\x1b" not in result.err
-    assert "\x07" not in result.err
-    assert "\u202e" not in result.err
+    for raw in ("\u202e", "\x9b"):
+        assert raw not in result.out
+        assert raw not in result.err
+    assert yaml.safe_load(result.out) == {"required_reads": [hostile + "#wombat"]}
 
 
 def test_packets_are_not_evidence_unless_a_glob_asks(cli, tmp_path: Path) -> None:
