@@ -40,6 +40,8 @@ from test_continuation_run import (  # noqa: F401 (the fixtures)
 
 from governance.continuation import isolation, limits, processes, seccomp
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 NONE = ("--isolation", "none")
 ISOLATED = ("--isolation", "namespaces")
 HOST_NETWORK = ("--isolation", "namespaces", "--network", "host")

@@ -48,6 +48,8 @@ from governance.core.schema import validate
 from governance.errors import MalformedInput
 from support.gitrepo import Repo
 
+pytestmark = pytest.mark.slow
+
 PACKET = "packets/P-1/packet.yml"
 AS_ROOT = os.geteuid() == 0
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"

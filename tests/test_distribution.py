@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -21,6 +21,8 @@ import yaml
 from support.gitrepo import Repo, packet_yaml
 from support.history import record
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKET = "packets/P-1/packet.yml"
 HEADING_LINE = (

@@ -20,6 +20,8 @@ from governance.history.globs import PathGlobs
 from governance.history.ranges import parse_range
 from governance.history.walk import GIT_CACHE_BYTES, Version, _Walk, find_records, limit_git_memory
 
+pytestmark = pytest.mark.slow
+
 PACKETS = ("P-1", "P-2", "Q")
 NAMES = ("000000000001.json", "a.json", "b.json", "notes.md")
 
