@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from governance import __version__
 from governance.commands._args import EXIT_CODES, Parser
 from governance.commands._boundary import end_process, run_guarded
+from governance.errors import USAGE, UsageError
 
 # Every command, in --help's order, with the one-line help its module's HELP
 # says (tests/test_cli.py keeps the two equal).
@@ -63,7 +64,7 @@ def build_parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentPar
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"capsule {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"capsule {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     wanted = invoked(arguments) if arguments is not None else None
@@ -77,6 +78,16 @@ def build_parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentPar
     return parser
 
 
+def no_command() -> UsageError:
+    """A bare ``capsule``: the usage error that lists every command."""
+    width = max(map(len, COMMANDS))
+    listing = "\n".join(f"    {name:<{width}}  {line}" for name, line in COMMANDS.items())
+    return UsageError(
+        "no command given; `capsule COMMAND --help` shows one command's options:\n" + listing,
+        code=USAGE,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         # Started as a command (not called with arguments): paths in UTF-8 whatever the locale.
@@ -88,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = ["--json" in arguments]
 
     def run() -> int:
+        named = any(not argument.startswith("-") for argument in arguments)
+        if not named and not {"-h", "--help", "-V", "--version"} & set(arguments):
+            raise no_command()
         args = build_parser(arguments).parse_args(arguments)
         as_json[0] = bool(getattr(args, "json", False))
         code: int = args.run(args)

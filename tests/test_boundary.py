@@ -53,7 +53,8 @@ def test_a_bad_option_is_a_usage_line_from_the_cli_and_both_hooks(
     argv = ["check", "--bogus"] if entry is main else ["--bogus"]
     code, out, err = _run(capsys, entry, argv)
     assert (code, out) == (2, "")
-    assert err == f"{prog}: error [usage]: {prog}: unrecognized arguments: --bogus\n"
+    # One prefix: the program's name is not said twice.
+    assert err == f"{prog}: error [usage]: unrecognized arguments: --bogus\n"
 
 
 def test_interrupt_is_one_line_and_exit_130(capsys: pytest.CaptureFixture[str]) -> None:

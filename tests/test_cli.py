@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from governance import __version__
 from governance.cli import COMMANDS, build_parser, main
 from support.gitrepo import Repo
 
@@ -39,9 +41,39 @@ def test_every_option_has_help_text(capsys) -> None:
                 assert flag in text
 
 
-def test_no_command_is_a_usage_error(capsys) -> None:
-    assert main([]) == 2
-    assert "error [usage]" in capsys.readouterr().err
+@pytest.mark.parametrize("argv", [[], ["--json"]])
+def test_a_bare_capsule_lists_every_command(argv: list[str], capsys) -> None:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    if argv:
+        message = json.loads(captured.out)["error"]["message"]
+        lines = f"capsule: error [usage]: {message}".splitlines()
+    else:
+        lines = captured.err.splitlines()
+    assert lines[0] == (
+        "capsule: error [usage]: no command given; `capsule COMMAND --help` shows one "
+        "command's options:"
+    )
+    assert [line.split()[0] for line in lines[1:]] == list(COMMANDS)
+    for line, help_line in zip(lines[1:], COMMANDS.values(), strict=True):
+        assert line.split(maxsplit=1)[1] == help_line
+    # One prefix: the program's name appears once, at the start.
+    assert captured.err.count("capsule:") == (0 if argv else 1)
+
+
+def test_a_subcommand_usage_error_names_the_subcommand_once(capsys) -> None:
+    assert main(["build"]) == 2
+    assert capsys.readouterr().err == (
+        "capsule: error [usage]: build: the following arguments are required: PACKET\n"
+    )
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version(flag: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([flag])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"capsule {__version__}\n"
 
 
 def test_unknown_option_with_json_is_a_json_error(capsys) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
-from governance.errors import UsageError
+from governance.errors import USAGE, UsageError
 
 EXIT_CODES = """\
 exit codes:
@@ -25,7 +25,11 @@ class Parser(argparse.ArgumentParser):
     guarded runner reports it like any error (a JSON error with --json, exit 2)."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}", code="usage")
+        # The runner's error line starts with the program's name already
+        # (``capsule: error [usage]: ...``): only a subcommand's name is said
+        # again (``build: ...``, ``continuation run: ...``).
+        where = self.prog.partition(" ")[2]
+        raise UsageError(f"{where}: {message}" if where else message, code=USAGE)
 
 
 def add_command(
