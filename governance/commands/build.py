@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from governance.commands._args import add_command, add_json_flag
+from governance.core.words import plural
 from governance.output import err, print_json, write_atomic
 
 HELP = "compile a packet into a canonical context capsule"
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         err(f"capsule: warning [reads_overlap]: {packet_path}: {warning.message}")
     err(
         f"capsule: built {built.packet.id} at {built.document['commit'][:12]}: "
-        f"{len(built.excerpts)} reads, {len(built.data):,} bytes, "
+        f"{plural(len(built.excerpts), 'read')}, {len(built.data):,} bytes, "
         f"{built.estimated_tokens:,} estimated tokens"
         + _exact_shown(summary["exact_tokens"])
         + f" of {built.limits.target_tokens:,} "

@@ -8,6 +8,7 @@ from typing import Any
 
 from governance.authoring.template import Draft, quoted
 from governance.commands._args import add_command, add_json_flag
+from governance.core.words import plural
 from governance.errors import USAGE, UsageError
 from governance.output import err, out, print_json, printable
 
@@ -114,17 +115,19 @@ def report(result: dict[str, Any]) -> tuple[list[str], list[str]]:
     n_facets = len(result["facets"])
     unresolved = coverage["unresolved"]
     err = [
-        f"capsule: suggested {len(reads)} reads at {result['commit'][:12]} for "
-        f"{len(result['facets'])} facets: "
+        f"capsule: suggested {plural(len(reads), 'read')} at {result['commit'][:12]} for "
+        f"{plural(len(result['facets']), 'facet')}: "
         + ", ".join(facet["facet"] for facet in result["facets"])
     ]
     if unresolved:
         err.append(
-            f"coverage: incomplete, {n_facets - len(unresolved)} of {n_facets} facets covered; "
+            f"coverage: incomplete, {n_facets - len(unresolved)} of {plural(n_facets, 'facet')} "
+            "covered; "
             "unresolved: " + ", ".join(f"{u['facet']} ({u['gap']})" for u in unresolved)
         )
     else:
-        err.append(f"coverage: complete, all {n_facets} facets covered")
+        every = "" if n_facets == 1 else "all "
+        err.append(f"coverage: complete, {every}{plural(n_facets, 'facet')} covered")
     omissions = result["omissions"]
     reasons = ", ".join(f"{n} {why}" for why, n in omissions["reasons"].items() if n)
     err.append(
@@ -134,8 +137,8 @@ def report(result: dict[str, Any]) -> tuple[list[str], list[str]]:
     corpus = result["corpus"]
     skipped = ", ".join(f"{n} {why}" for why, n in corpus["skipped"].items())
     err.append(
-        f"corpus: {corpus['files']:,} Markdown files, {corpus['bytes']:,} bytes, "
-        f"{corpus['sections']:,} sections" + (f"; skipped: {skipped}" if skipped else "")
+        f"corpus: {plural(corpus['files'], 'Markdown file')}, {plural(corpus['bytes'], 'byte')}, "
+        f"{plural(corpus['sections'], 'section')}" + (f"; skipped: {skipped}" if skipped else "")
     )
     capsule = result["capsule"]
     if "error" in capsule:
