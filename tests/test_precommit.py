@@ -330,6 +330,11 @@ def test_install_hook_pre_push_checks_what_is_pushed(repo: Repo, cli) -> None:
         "packets/P-1/packet.yml: docs/roadmap.md#phase-2: heading_missing: "
         in done.stdout + done.stderr
     )
+    # The summary names what it read: the pushed commit, not the index.
+    assert (
+        "capsule-push: 1 failure in 1 of 1 packet or record checked against the pushed "
+        f"refs/heads/main at {repo.head()[:12]}\n"
+    ) in done.stderr
     # A clean push passes.
     roadmap.write_text(roadmap.read_text().replace("## Phase Two", "## Phase 2"))
     repo.git("commit", "-q", "--no-verify", "-am", "renamed back")

@@ -45,7 +45,7 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
             failing = len({f.path for f in report.failures})
             err(
                 f"{name}: {plural(len(reported), 'failure')} in {failing} of "
-                f"{plural(len(report.checked), report.what)} checked against the index"
+                f"{plural(len(report.checked), report.what)} checked against {report.against}"
             )
         return exit_code(report.failures)
 

@@ -28,6 +28,8 @@ class GuardReport:
     what: str  # "packet" or "record"
     checked: tuple[str, ...]
     failures: tuple[Failure, ...]
+    # What the guard read: the index, or the commits a push sends.
+    against: str = "the index"
 
 
 def _paths(repo: pygit2.Repository, filenames: Sequence[str]) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pygit2
 
 from governance.core.snapshot import Snapshot, commit_tree
-from governance.errors import UsageError
+from governance.errors import USAGE, UsageError
 from governance.guards.check import Failure, check_packets, find_packets
 from governance.guards.hooks import GuardReport, stray_failure
 from governance.guards.record_check import check_record
@@ -116,12 +116,14 @@ def push_guard(
     checked: list[str] = []
     failures: list[Failure] = []
     judged: set[tuple[str, str]] = set()
+    sent: list[str] = []
     for push in pushes:
         if push.local_sha == ZERO:
             continue  # a deletion sends nothing
         tip = _commit(repo, push.local_sha)
         if tip is None:
-            raise UsageError(f"pre-push: {push.local_sha} is not a commit here", code="usage")
+            raise UsageError(f"pre-push: {push.local_sha} is not a commit here", code=USAGE)
+        sent.append(f"{push.local_ref} at {str(tip.id)[:12]}")
         snapshot = Snapshot(repo=repo, tree=commit_tree(tip), commit_id=str(tip.id))
         packets = find_packets(snapshot.tree)
         results = check_packets(snapshot, packets)
@@ -145,4 +147,5 @@ def push_guard(
                     failures += check_record(repo, at, path, tips=tips)
                 else:
                     failures.append(stray_failure(path))
-    return GuardReport("packet or record", tuple(dict.fromkeys(checked)), tuple(failures))
+    against = "the pushed " + (", ".join(sent) if sent else "nothing (only deletions)")
+    return GuardReport("packet or record", tuple(dict.fromkeys(checked)), tuple(failures), against)
