@@ -29,7 +29,9 @@ COMMANDS: Mapping[str, str] = {
     "audit": "replay every capsule record found in history (each distinct blob once)",
     "check": "report every reason packets would not build (emits nothing)",
     "outline": "list every heading of a Markdown file with its selector, lines and cost",
-    "install-hook": "write git pre-commit and pre-merge-commit hooks that run the capsule guards",
+    "install-hook": (
+        "write git pre-commit, pre-merge-commit and pre-push hooks that run the capsule guards"
+    ),
     "continuation": "check that two fresh agents given only a capsule reach the same decision",
     "sign": "sign capsule records with an SSH key (writes RECORD.sig beside each)",
     "render": "print a capsule as Markdown for a model (a view; the JSON stays the authority)",

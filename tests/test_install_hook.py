@@ -288,3 +288,25 @@ def test_git_merge_runs_the_checks(cli, repo: Repo) -> None:
     done = merge(repo, "side~1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert repo.git("rev-parse", "HEAD^2") == repo.git("rev-parse", "side~1")
+
+
+@pytest.mark.parametrize("name", HOOKS)
+def test_a_pre_commit_framework_hook_is_refused_with_the_way_to_run_both(
+    cli, repo: Repo, name: str
+) -> None:
+    # The hook `pre-commit install` writes, as the framework writes it:
+    # --force would replace it and every other check it runs would stop.
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install", "--hook-type", name],
+        cwd=repo.path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    hook = git_hooks_dir(repo) / name
+    before = hook.read_bytes()
+    result = install(cli, repo, "--json")
+    assert result.code == 2
+    message = json.loads(result.out)["error"]["message"]
+    assert "pre-commit framework hook" in message
+    assert ".pre-commit-config.yaml" in message
+    assert "--force would replace it" in message
+    assert hook.read_bytes() == before
