@@ -42,16 +42,20 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Continuation agents are isolated with bubblewrap (docs/continuation.md), and
-# the tests run it for real: as root (CI), install it when it is missing.
+# `capsule completion` is loaded by the real zsh and fish: the tests run them
+# for real. As root (CI), install what is missing.
+TOOLS := bwrap:bubblewrap zsh:zsh fish:fish
 tools:
-	@command -v bwrap >/dev/null 2>&1 || { \
+	@for pair in $(TOOLS); do \
+	    tool=$${pair%%:*}; package=$${pair#*:}; \
+	    command -v $$tool >/dev/null 2>&1 && continue; \
 	    if [ "$$(id -u)" = 0 ]; then \
-	        echo "make: installing bubblewrap (bwrap) for the continuation isolation tests" >&2; \
-	        apt-get update -qq >&2 && apt-get install -y -qq bubblewrap >&2; \
+	        echo "make: installing $$package ($$tool) for the tests that run it" >&2; \
+	        apt-get update -qq >&2 && apt-get install -y -qq $$package >&2; \
 	    else \
-	        echo "make: bwrap is missing: install bubblewrap, or the isolation tests fail" >&2; \
+	        echo "make: $$tool is missing: install $$package, or the tests that run it fail" >&2; \
 	    fi; \
-	}
+	done
 
 # tests/test_mcp_client.py drives capsule mcp with the TypeScript SDK's client,
 # the one most MCP hosts embed, pinned with integrity hashes by its lockfile.

@@ -39,6 +39,7 @@ COMMANDS: Mapping[str, str] = {
     "cgp": "serve capsule parts as Context Graph Protocol frames (NDJSON over stdio)",
     "suggest": "propose required_reads for a goal (model-free, deterministic)",
     "new": "write packets/<ID>/packet.yml and context.md for a goal (never overwrites)",
+    "completion": "print the completion script for bash, zsh or fish (generated from the parser)",
 }
 
 
@@ -67,6 +68,8 @@ def build_parser(arguments: Sequence[str] | None = None) -> argparse.ArgumentPar
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-V", "--version", action="version", version=f"capsule {__version__}")
+    # `capsule completion` needs every command's options, not only its own.
+    parser.set_defaults(whole_parser=build_parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     wanted = invoked(arguments) if arguments is not None else None
