@@ -963,6 +963,33 @@ def test_agent_child_that_calls_setsid_is_killed(cli, capsule: Path, stub, tmp_p
         assert _gone(child)
 
 
+def test_agent_whose_output_closes_a_moment_after_its_exit_passes(
+    cli, capsule: Path, stub, tmp_path: Path
+) -> None:
+    # As an isolated agent's PID namespace going after bwrap reports the exit,
+    # on a loaded machine: the output reaches end of file a second after the
+    # agent exited. The runner judged output held after 0.5 s, and a run on two
+    # busy cores failed check 1 for an agent that did nothing wrong.
+    late = stub(
+        'sys.stdout.write(json.dumps(result) + "\\n")\n'
+        "sys.stdout.flush()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(1.0)\n"
+        "    os._exit(0)\n"
+        "os._exit(0)\n"
+    )
+    Path(late).write_text(
+        Path(late).read_text().replace("import hashlib,", "import time, hashlib,")
+    )
+    evidence = tmp_path / "evidence.json"
+    code, verdict = run(cli, capsule, "--agent", late, "--evidence", str(evidence), *NOT_ISOLATED)
+    assert code == 0, verdict
+    for record in json.loads(evidence.read_bytes())["agents"]:
+        assert record["output_held"] == []
+        assert record["exit_status"] == 0
+
+
 def test_agent_whose_left_behind_process_holds_its_output(
     cli, capsule: Path, stub, tmp_path: Path
 ) -> None:

@@ -39,8 +39,13 @@ READ_CHUNK = 65536
 # How often the runner looks at its agents while it waits for their output.
 POLL_SECONDS = 0.05
 # After an agent exits, how long its output may take to reach end of file
-# before the runner decides a process it left behind is holding it open.
-EOF_GRACE_SECONDS = 0.5
+# before the runner decides a process it left behind is holding it open. An
+# isolated agent's PID namespace goes a moment after bwrap reports the exit,
+# and on a loaded machine (two cores, two suites) that moment passed 0.5 s.
+EOF_GRACE_SECONDS = 2.0
+# Before that verdict, at most this many reads of what is ready now: a runner
+# descheduled past the grace finds the end of file waiting behind the data.
+DRAIN_ROUNDS = 64
 # After a kill, how long to wait for the pipes to close before giving up on them.
 KILL_GRACE_SECONDS = 2.0
 
@@ -162,13 +167,28 @@ def _advance(agent: RunningAgent, now: float, selector: selectors.BaseSelector) 
         and agent.give_up_at is None
         and now >= agent.exited_at + EOF_GRACE_SECONDS
     ):
-        # It exited, but something it started still holds its output open.
-        agent.output_held = agent.open_output
-        agent.kill()
-        agent.give_up_at = now + KILL_GRACE_SECONDS
+        _drain(agent, selector)
+        if agent.open_output:
+            # It exited, but something it started still holds its output open.
+            agent.output_held = agent.open_output
+            agent.kill()
+            agent.give_up_at = now + KILL_GRACE_SECONDS
     if agent.give_up_at is not None and now >= agent.give_up_at:
         for fd in list(agent.pipes):
             _close(agent, fd, selector)
+
+
+def _drain(agent: RunningAgent, selector: selectors.BaseSelector) -> None:
+    """Read what ``agent``'s output pipes hold now, up to their end of file where
+    it is there already (bounded: a process it left may write without end)."""
+    for _ in range(DRAIN_ROUNDS):
+        ready = [
+            key for key, _ in selector.select(0) if key.data[0] is agent and key.data[1] != "stdin"
+        ]
+        if not ready:
+            return
+        for key in ready:
+            _transfer(agent, key.fd, key.data[1], selector)
 
 
 def _supervise(
