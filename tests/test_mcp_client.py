@@ -19,6 +19,8 @@ import pytest
 
 from support.gitrepo import Repo, Result, packet_yaml
 
+pytestmark = pytest.mark.integration
+
 CLIENT = Path(__file__).resolve().parent / "mcp_client"
 SDK = "@modelcontextprotocol/sdk"
 P1 = "packets/P-1/packet.yml"
