@@ -61,11 +61,15 @@ def test_workflow_audit_shards_cover_the_matrix() -> None:
     assert audit["strategy"]["fail-fast"] is False
     # The matrix is the shard list alone, so strategy.job-total is its length.
     assert list(audit["strategy"]["matrix"]) == ["shard"]
-    commands = [r for r in runs(audit) if r.startswith("capsule audit")]
-    shard = "--shard ${{ matrix.shard }}/${{ strategy.job-total }}"
+    steps = [s for s in audit["steps"] if s.get("run", "").startswith("capsule audit")]
+    shard = '--shard "${SHARD}/${SHARDS}"'
     # The full history, and a pull request's own range with its base's waivers.
     pull_request = f'capsule audit "origin/${{BASE_REF}}..HEAD" {shard}'
-    assert commands == [f"capsule audit {shard}", pull_request]
+    assert [s["run"] for s in steps] == [f"capsule audit {shard}", pull_request]
+    # The shard and the count come from the matrix, through the environment.
+    for step in steps:
+        assert step["env"]["SHARD"] == "${{ matrix.shard }}"
+        assert step["env"]["SHARDS"] == "${{ strategy.job-total }}"
     # Records replay at their own commits: the whole history must be fetched.
     checkout = next(s for s in audit["steps"] if s.get("uses", "").startswith("actions/checkout"))
     assert checkout["with"]["fetch-depth"] == 0
@@ -75,8 +79,8 @@ def test_workflow_commands_parse() -> None:
     parsed = 0
     for job in workflow()["jobs"].values():
         for command in runs(job):
-            filled = command.replace("${{ matrix.shard }}", "1")
-            argv = shlex.split(filled.replace("${{ strategy.job-total }}", "4"))
+            filled = command.replace("${SHARD}", "1").replace("${SHARDS}", "4")
+            argv = shlex.split(filled.replace("${BASE_REF}", "main"))
             if argv[0] != "capsule":
                 continue
             assert argv[1] in COMMANDS
