@@ -331,7 +331,7 @@ def test_reverse_index_maps_paths_to_readers(repo: Repo) -> None:
     os.symlink("../P-1/packet.yml", repo.path / "packets/P-4")  # not a folder: no packet
     repo.commit()
     git = pygit2.Repository(str(repo.path))
-    index = ReverseIndex(index_tree(git, open_index(git)))
+    index = ReverseIndex(git, index_tree(git, open_index(git)))
     assert index.packets == [PACKET, "packets/P-2/packet.yml", "packets/P-3/packet.yml"]
     assert index.unknown == {"packets/P-3/packet.yml"}
     assert index.readers["docs/notes.md"] == {PACKET, "packets/P-2/packet.yml"}

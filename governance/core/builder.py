@@ -268,6 +268,11 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
 
     running = floor[: 1 if context_file is None else 2]
     for rank, selector, source in resolved:
+        if selector.slug is None and not limits.fits(budget.estimate_tokens(snapshot.size(source))):
+            # Only when collecting (build has stopped at the floor): a whole
+            # file that alone breaks the budget, judged from its header as the
+            # floor was, is never inflated; the floor's over_budget names it.
+            continue
         try:
             snapshot.check_worktree(source, locator=selector.locator)
             excerpt = excerpt_of(snapshot, selector, source)

@@ -243,16 +243,18 @@ class ReverseIndex:
 
     Building the index reads every packet, so it must stay cheap: only
     ``required_reads`` is extracted, with libyaml when it is there, and no
-    schema is validated (the check of an affected packet does all that).
+    schema is validated (the check of an affected packet does all that); a
+    packet.yml over ``MAX_INDEXED_PACKET_BYTES`` by its object header is not
+    read at all, and counts as reading every path.
     """
 
-    def __init__(self, tree: pygit2.Tree) -> None:
+    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree) -> None:
         self.packets: list[str] = []
         self.readers: dict[str, set[str]] = {}
         self.unknown: set[str] = set()
         for packet, entry in _packet_blobs(tree):
             self.packets.append(packet)
-            paths = _dependencies(packet, entry)
+            paths = _dependencies(repo.odb, packet, entry)
             if paths is None:
                 self.unknown.add(packet)
                 continue
@@ -269,12 +271,16 @@ class ReverseIndex:
         return sorted(hit)
 
 
-def _dependencies(packet_path: str, entry: pygit2.Object) -> set[str] | None:
+def _dependencies(odb: pygit2.Odb, packet_path: str, entry: pygit2.Object) -> set[str] | None:
     if not isinstance(entry, pygit2.Blob) or entry.filemode not in (MODE_FILE, MODE_EXEC):
         return None
     try:
         # A blob missing (a partial clone) or unreadable: the check of the
-        # packet, which counts as affected by every change, says so.
+        # packet, which counts as affected by every change, says so. So for
+        # one too large to be a packet, judged from its header unread.
+        _, size = odb.read_header(entry.id)
+        if size > MAX_INDEXED_PACKET_BYTES:
+            return None
         data = entry.data
     except (KeyError, pygit2.GitError):
         return None
@@ -287,6 +293,11 @@ def _dependencies(packet_path: str, entry: pygit2.Object) -> set[str] | None:
         return None
     return paths | {packet_path, context_path(packet_path)}
 
+
+# The reverse index parses no packet.yml larger than this (judged from the
+# object header): a packet that large counts as reading every path, and its
+# check says why it fails (read_whole refuses it from the header too).
+MAX_INDEXED_PACKET_BYTES = 256 << 10
 
 _STR_TAG = "tag:yaml.org,2002:str"
 

@@ -47,7 +47,7 @@ def packets_guard(repo: pygit2.Repository, filenames: Sequence[str] = ()) -> Gua
     if not changed:
         return GuardReport("packet", (), ())
     snapshot = staged_snapshot(repo, tree)
-    affected = ReverseIndex(tree).affected(changed)
+    affected = ReverseIndex(repo, tree).affected(changed)
     results = check_packets(snapshot, affected)
     failures = tuple(f for packet in affected for f in results[packet])
     return GuardReport("packet", tuple(affected), failures)

@@ -4,9 +4,11 @@ and the benchmarks."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,3 +204,17 @@ def commit_with_a_tree_for_a_file(repo: Repo, path: str = "docs/notes.md") -> st
     builder.insert(folder, pygit2.Oid(hex=forged), pygit2.enums.FileMode.TREE)
     who = pygit2.Signature("T", "t@example.invalid", 1767225600, 0)
     return str(git_repo.create_commit(None, who, who, "forged", builder.write(), [head.id]))
+
+
+def blob_claiming(path: Path, size: int) -> str:
+    """A loose blob object whose header says ``size`` bytes and whose body is
+    a few bytes (and not what its id hashes): git's object header, which the
+    size checks read, is real; any read of the whole blob fails. A check that
+    passes on it judged the size from the header and never read the blob. Its
+    id, for a tree entry (``git update-index --cacheinfo``)."""
+    raw = b"blob %d\x00" % size + b"# A few bytes\n"
+    oid = hashlib.sha1(b"claiming " + raw).hexdigest()
+    folder = path / ".git" / "objects" / oid[:2]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / oid[2:]).write_bytes(zlib.compress(raw))
+    return oid
