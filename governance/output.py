@@ -12,6 +12,7 @@ import sys
 import unicodedata
 from typing import Any
 
+from governance.core.paths import refuse_linked_folders
 from governance.errors import OUTPUT_FAILED, OUTPUT_NOT_FILE, UsageError
 
 
@@ -69,10 +70,13 @@ def write_atomic(path: str, data: bytes, *, mode: int = 0o666) -> None:
     the old file or the new one, never a partial one. ``mode`` is filtered by
     the umask, as ``open`` would. Only a regular file (or nothing) at ``path``
     is ever replaced: a link, a folder, a FIFO or a device is refused
-    (``output_not_file``) and left as it is."""
+    (``output_not_file``) and left as it is; a folder on the way that is a
+    symbolic link inside a repository is refused too (``path_through_link``)."""
     # Imported here: every command loads this module, few write a file (tempfile
     # pulls in random and shutil, about 3 ms).
     import tempfile  # noqa: PLC0415 (defers tempfile)
+
+    refuse_linked_folders(path)
 
     # Run as root, a rename over /dev/null replaced it for the whole machine;
     # writing into a device or a FIFO instead would follow it just the same.

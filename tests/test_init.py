@@ -108,7 +108,8 @@ def test_init_refuses_a_linked_folder(cli, tmp_path: Path) -> None:
     result = cli(["init", "--json"], cwd=repo.path)
     assert result.code == 2
     error = json.loads(result.out)["error"]
-    assert error["code"] == "file_exists"
+    # The writers' one check (issue 22 item 5; tests/test_linked_folders.py).
+    assert error["code"] == "path_through_link"
     assert "packets is a symbolic link" in error["message"]
     assert list(outside.iterdir()) == []
     assert not (repo.path / "policies").exists()

@@ -89,7 +89,8 @@ def test_record_refuses_a_symlinked_records_folder(cli, repo: Repo, tmp_path) ->
     result = cli(["build", P1, "--record", "--json"], cwd=repo.path)
     assert result.code == 2
     error = json.loads(result.out)["error"]
-    assert error["code"] == "record_conflict"
+    # The writers' one check (issue 22 item 5; tests/test_linked_folders.py).
+    assert error["code"] == "path_through_link"
     assert "symbolic link" in error["message"]
     assert list(outside.iterdir()) == []
 

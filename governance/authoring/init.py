@@ -12,6 +12,7 @@ from pathlib import Path
 import pygit2
 
 from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
+from governance.core.paths import refuse_linked_folders
 from governance.core.policy import Policy
 from governance.core.snapshot import Snapshot
 from governance.errors import FILE_EXISTS, NO_WORKING_TREE, OUTPUT_FAILED, CapsuleError, UsageError
@@ -142,8 +143,8 @@ def _readme_fits(repo: pygit2.Repository) -> bool:
 
 def _blocked(root: Path, path: str) -> str | None:
     """Why ``path`` cannot be created under ``root`` without touching anything
-    already there: the path itself exists, or one of its folders is a link or
-    not a folder."""
+    already there: the path itself exists, or one of its folders is not a
+    folder (a link among them is ``refuse_linked_folders``'s to refuse)."""
     parts = path.split("/")
     for depth in range(1, len(parts) + 1):
         walked = "/".join(parts[:depth])
@@ -153,8 +154,6 @@ def _blocked(root: Path, path: str) -> str | None:
             return None
         if depth == len(parts):
             return f"{walked} exists"
-        if stat.S_ISLNK(st.st_mode):
-            return f"{walked} is a symbolic link"
         if not stat.S_ISDIR(st.st_mode):
             return f"{walked} is not a folder"
     return None  # pragma: no cover - the last part always returns
@@ -169,6 +168,8 @@ def write(repo: pygit2.Repository, planned: list[Planned]) -> list[str]:
             code=NO_WORKING_TREE,
         )
     root = Path(repo.workdir)
+    for item in planned:
+        refuse_linked_folders(item.path, base=os.fspath(root))
     blocked = [(p.path, why) for p in planned if (why := _blocked(root, p.path)) is not None]
     if blocked:
         raise UsageError(

@@ -12,6 +12,7 @@ from typing import Any
 from governance.authoring.suggest import Options, suggest
 from governance.authoring.template import Draft
 from governance.core.packet import parse_packet
+from governance.core.paths import refuse_linked_folders
 from governance.core.schema import load_schema
 from governance.core.snapshot import Snapshot
 from governance.errors import FILE_EXISTS, INVALID_PACKET_ID, UsageError
@@ -46,6 +47,8 @@ def new_packet(snapshot: Snapshot, workdir: Path, draft: Draft, options: Options
     Fails with ``file_exists`` (naming the file) before writing anything when
     either exists."""
     check_id(draft.id)
+    for rel in (draft.packet_path, draft.context_path):
+        refuse_linked_folders(rel, base=os.fspath(workdir))
     for rel in (draft.packet_path, draft.context_path):
         if os.path.lexists(workdir / rel):
             raise UsageError(

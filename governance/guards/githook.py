@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pygit2
 
+from governance.core.paths import refuse_linked_folders
 from governance.errors import (
     HOOK_EXISTS,
     HOOK_NOT_EXECUTABLE,
@@ -192,6 +193,11 @@ def install_hook(repo: pygit2.Repository, *, force: bool = False) -> list[Instal
     folder = hooks_dir(repo)
     script = hook_script().encode("utf-8")
     plan = [Installed(name, folder / name, _action(folder / name, script, force)) for name in HOOKS]
+    # Before any folder is made: none on the way may be a link inside the
+    # repository (a committed .githooks link, a linked .git/hooks).
+    roots = (repo.path, repo.workdir) if repo.workdir is not None else (repo.path,)
+    for hook in plan:
+        refuse_linked_folders(str(hook.path), roots=roots)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from governance.core.capsule import PACKETS_DIR, packet_path
 from governance.core.hashing import sha256_hex
+from governance.core.paths import refuse_linked_folders
 from governance.errors import CapsuleError, UsageError
 from governance.output import write_atomic
 
@@ -111,8 +112,8 @@ def is_record_path(path: str) -> bool:
 
 
 def _folder(root: Path, relative: str) -> Path:
-    # Create the record's folder one component at a time, refusing to follow a
-    # symbolic link out of the working tree on the way.
+    # Create the record's folder one component at a time, refusing anything
+    # but a folder on the way (a link is refuse_linked_folders's to refuse).
     here = root
     for part in relative.split("/"):
         here = here / part
@@ -151,6 +152,7 @@ def write_record(
         )
     root = Path(repo.workdir)
     relative = record_path(packet_path, commit)
+    refuse_linked_folders(relative, base=os.fspath(root))
     target = _folder(root, posixpath.dirname(relative)) / posixpath.basename(relative)
     try:
         st = os.lstat(target)
