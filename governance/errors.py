@@ -334,6 +334,12 @@ SIGNER_REVOKED = _code(
     exit_code=EXIT_DRIFT,
     record_advice="sign with a key that is not revoked",
 )
+SIGNATURE_BACKDATED = _code(
+    "signature_backdated",
+    None,
+    exit_code=EXIT_DRIFT,
+    record_advice="sign the record again in a commit dated after the record's own commit",
+)
 # Reported, never raised: a .sig in a records folder with no record beside it.
 SIGNATURE_WITHOUT_RECORD = _code(
     "signature_without_record",

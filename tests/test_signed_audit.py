@@ -5,6 +5,8 @@ never trusted for the commit that adds it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +188,49 @@ def test_signatures_are_found_beside_records_at_other_paths(cli, trusted: Repo, 
     assert code == 1  # the copy is not evidence where it is (record_misplaced)
     assert [row["code"] for row in document["results"]] == ["record_misplaced"]
     assert _statuses(document) == {copy: "signed"}
+
+
+# --- issue 22 item 7: a record cannot be signed before it was built -----------------
+
+
+def _commit_dated(repo: Repo, message: str, when: str) -> str:
+    """A commit whose author and committer dates are ``when`` (the committer
+    sets them: GIT_COMMITTER_DATE)."""
+    repo.git("add", "-A")
+    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo.path, env=env, check=True)
+    return repo.head()
+
+
+def test_issue22_a_backdated_signature_is_refused(cli, repo: Repo, keys) -> None:
+    # A key valid before 2020 only; the record is built at a commit of 2026.
+    line = keys["alice"].signer("alice@example.org", 'valid-before="20200101"')
+    repo.write("policies/allowed_signers", line)
+    built_at = repo.commit("trust alice until 2020")
+    path = record(cli, repo)
+    _sign(cli, repo, path, keys["alice"])
+    _commit_dated(repo, "the signature, dated 2019", "2019-06-01T00:00:00Z")
+    code, document = _audit(cli, repo)
+    assert code == 1, document
+    (row,) = document["signatures"]["results"]
+    assert row["status"] == "signature_backdated"
+    assert "2019-06-01" in row["message"]
+    assert built_at[:12] in row["message"]
+    text = cli(["audit", "--require-signatures"], cwd=repo.path)
+    assert text.code == 1
+    assert any(line.startswith("signature_backdated") for line in text.out.splitlines())
+
+
+def test_issue22_a_signature_dated_with_its_records_commit_counts(cli, repo: Repo, keys) -> None:
+    repo.write("policies/allowed_signers", keys["alice"].signer("alice@example.org"))
+    repo.commit("trust alice")
+    repo.write("docs/notes.md", "# Notes\n\nBuilt at a commit of 2025.\n")
+    built_at = _commit_dated(repo, "a commit of 2025", "2025-06-01T00:00:00Z")
+    path = record(cli, repo)
+    _sign(cli, repo, path, keys["alice"])
+    # The same second as the record's commit: not before it.
+    _commit_dated(repo, "signed at once", "2025-06-01T00:00:00Z")
+    code, document = _audit(cli, repo)
+    assert code == 0, document
+    assert _statuses(document) == {path: "signed"}
+    assert built_at

@@ -237,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     if args.require_signatures:
         from governance.history.signed_audit import audit_signatures  # noqa: PLC0415 (defers pygit2, tempfile, subprocess)
 
-        found = [(row.path, row.blob_id) for row in report.rows]
+        found = [(row.path, row.blob_id, row.declared) for row in report.rows]
         signatures = audit_signatures(
             repo, where, found, signers_at=args.signers_at, paths=report.paths
         )

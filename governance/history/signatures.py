@@ -22,6 +22,7 @@ from typing import Any
 
 from governance.errors import (
     BAD_SIGNATURE,
+    SIGNATURE_BACKDATED,
     SIGNER_EXPIRED,
     SIGNER_REVOKED,
     SOURCE_MISSING,
@@ -44,7 +45,15 @@ ALLOWED_SIGNERS_PATH = "policies/allowed_signers"
 REVOKED_SIGNERS_PATH = "policies/revoked_signers"
 
 SIGNED = "signed"
-RESULTS = (SIGNED, UNSIGNED, BAD_SIGNATURE, UNKNOWN_SIGNER, SIGNER_EXPIRED, SIGNER_REVOKED)
+RESULTS = (
+    SIGNED,
+    UNSIGNED,
+    BAD_SIGNATURE,
+    UNKNOWN_SIGNER,
+    SIGNER_EXPIRED,
+    SIGNER_REVOKED,
+    SIGNATURE_BACKDATED,
+)
 
 # A signature is a few hundred bytes; a signers file a line per maintainer.
 MAX_SIGNATURE_BYTES = 64 * 1024
@@ -185,6 +194,10 @@ def _stamp(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y%m%d%H%M%SZ")
 
 
+def _shown(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _verify(
     record: bytes, signature: bytes, signer: AllowedSigner, signers: Signers, when: datetime
 ) -> subprocess.CompletedProcess[bytes]:
@@ -211,11 +224,15 @@ def check_signature(
     *,
     when: datetime,
     listed_before: frozenset[str] | None = None,
+    built: tuple[str, datetime] | None = None,
 ) -> SignatureCheck:
     """Is ``signature`` a good signature of exactly ``record`` by a signer
     ``signers`` trust at ``when``? ``listed_before``: the keys listed before the
     signature was committed (its commit's parent); a key missing there was
-    added together with what it signs, and is not trusted for it."""
+    added together with what it signs, and is not trusted for it. ``built``:
+    the record's declared commit and its committer time; a ``when`` before it
+    is ``signature_backdated`` (a record cannot be signed before it was built,
+    and a key's lifetime is never judged at such a time)."""
     # 1. There is a signature at all.
     if signature is None:
         return SignatureCheck(UNSIGNED, "no .sig beside the record")
@@ -260,6 +277,16 @@ def check_signature(
             UNKNOWN_SIGNER,
             f"key {key} was added to {ALLOWED_SIGNERS_PATH} by the commit that brings in this "
             "signature; a commit cannot authorise its own key",
+            key=key,
+        )
+    if built is not None and when < built[1]:
+        commit, built_time = built
+        return SignatureCheck(
+            SIGNATURE_BACKDATED,
+            f"the commit that brings in the signature is dated {_shown(when)}, before the "
+            f"record's commit {commit[:12]} ({_shown(built_time)}): a record cannot be signed "
+            "before it was built",
+            principal=listed[0].principal(),
             key=key,
         )
     current = [s for s in listed if s.valid_at(when)]

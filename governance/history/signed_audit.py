@@ -6,7 +6,9 @@ The trusted revision is ``--signers-at`` when given; else, for ``A..B``, the
 base A (the branch being merged into: a pull request cannot add the key that
 signs it); else the tip. On top of that, a key must already be listed in the
 parent of the commit that brought the signature in, and key lifetimes are
-judged at that commit's committer time.
+judged at that commit's committer time, which may not be earlier than the
+committer time of the record's declared commit (``signature_backdated``: a
+record cannot be signed before it was built).
 """
 
 from __future__ import annotations
@@ -111,16 +113,31 @@ class _Before:
         return self.cache[parent]
 
 
+def _committed(repo: pygit2.Repository, commit_id: str | None) -> tuple[str, datetime] | None:
+    """``commit_id`` and its committer time; None when it names no commit here
+    (the audit's own row says why)."""
+    if commit_id is None:
+        return None
+    try:
+        found = repo.get(commit_id)
+    except (ValueError, pygit2.GitError):
+        return None
+    if not isinstance(found, pygit2.Commit):
+        return None
+    return commit_id, datetime.fromtimestamp(found.commit_time, tz=UTC)
+
+
 def audit_signatures(
     repo: pygit2.Repository,
     where: Range,
-    records: list[tuple[str, str]],
+    records: list[tuple[str, str, str | None]],
     *,
     signers_at: str | None = None,
     paths: tuple[str, ...] = (RECORDS_GLOB,),
 ) -> SignatureReport:
-    """Check the signature of each ``(path, blob)`` of ``records`` (the record
-    versions an audit found at ``paths``) that is still at ``where``'s tip."""
+    """Check the signature of each ``(path, blob, declared commit)`` of
+    ``records`` (the record versions an audit found at ``paths``) that is
+    still at ``where``'s tip."""
     if where.tip is None:
         return SignatureReport(None, ())
     trusted_id = trusted_revision(repo, where, signers_at)
@@ -135,7 +152,7 @@ def audit_signatures(
     before = _Before(repo)
     rows: list[SignatureRow] = []
     at_tip = set()
-    for path, blob_id in dict.fromkeys(records):
+    for path, blob_id, declared in dict.fromkeys(records):
         current = _blob(tip, path)
         if current is None or current[0] != blob_id:
             continue  # changed or removed since: not a record of the tip
@@ -159,6 +176,7 @@ def audit_signatures(
                 signers,
                 when=datetime.fromtimestamp(commit.commit_time, tz=UTC),
                 listed_before=before.keys(commit),
+                built=_committed(repo, declared),
             )
         rows.append(_row(path, result, commit_id))
     for version in found.versions:
