@@ -32,6 +32,7 @@ TOOLS = {
     "capsule_suggest",
     "capsule_build",
     "capsule_verify",
+    "capsule_status",
     "capsule_replay",
     "capsule_check",
     "capsule_audit",
@@ -486,6 +487,44 @@ def test_check_all_and_named_by_id_or_path(repo: Repo) -> None:
     ]
     error(call(repo, "check", {}), "usage")
     error(call(repo, "check", {"packets": ["../x"]}), "unsafe_path")
+
+
+# status
+
+
+def test_status_is_the_clis_report(repo: Repo, cli: Callable[..., Result]) -> None:
+    history = make_history(cli, repo)
+    repo.write("docs/notes.md", "# Notes\n\nRewritten.\n")
+    repo.commit("notes rewritten")
+    result = call(repo, "status", {})
+    value = ok(result)
+    printed = json.loads(cli(["status", "--json"], cwd=repo.path).out)
+    assert value == {k: v for k, v in printed.items() if k != "strict"}
+    assert value["counts"]["found"] == len(history.records)
+    # The roadmap was rewritten without its phases: the newest records miss them.
+    assert [(r["packet"], r["status"]) for r in value["records"]] == [
+        ("P-1", "missing"),
+        ("P-2", "missing"),
+    ]
+    changed = {(p["locator"], p["status"]) for p in value["records"][0]["changed"]}
+    assert ("docs/notes.md", "stale") in changed
+    assert ("docs/roadmap.md#phase-2", "missing") in changed
+    text = result.content[0].text
+    assert text.splitlines()[-1].startswith(f"{value['counts']['verified']} record")
+    assert any(
+        line.split() == ["stale", "docs/notes.md", "source_changed"] for line in text.splitlines()
+    )
+    every = ok(call(repo, "status", {"all": True}))
+    assert every == {
+        k: v for k, v in json.loads(cli(["status", "--all", "--json"], cwd=repo.path).out).items()
+        if k != "strict"
+    }  # fmt: skip
+    assert every["counts"]["verified"] == len(history.records)
+
+
+def test_status_errors(repo: Repo) -> None:
+    error(call(repo, "status", {"all": "yes"}), "invalid_arguments")
+    error(call(repo, "status", {"strict": True}), "invalid_arguments")
 
 
 # audit

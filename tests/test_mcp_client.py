@@ -110,6 +110,7 @@ def test_the_handshake_and_the_tool_list(repo: Repo) -> None:
         "capsule_outline",
         "capsule_suggest",
         "capsule_verify",
+        "capsule_status",
         "capsule_replay",
         "capsule_check",
         "capsule_audit",
@@ -133,6 +134,7 @@ def test_every_tool_with_good_input(repo: Repo, record: str, cli: Any) -> None:
         tool("suggest", goal="second phase nested details", max_reads=2),
         tool("verify", capsule=capsule),
         tool("verify", path=record),
+        tool("status", all=True),
         tool("replay", path=record),
         tool("replay", capsule=capsule),
         tool("check", all=True),
@@ -150,6 +152,7 @@ def test_every_tool_with_good_input(repo: Repo, record: str, cli: Any) -> None:
         suggested,
         verified,
         verified_path,
+        statused,
         replayed,
         replayed_text,
         checked,
@@ -171,6 +174,11 @@ def test_every_tool_with_good_input(repo: Repo, record: str, cli: Any) -> None:
     assert suggested["structuredContent"]["reads"]
     assert verified["structuredContent"]["ok"] is True
     assert verified_path["structuredContent"]["parts"] == verified["structuredContent"]["parts"]
+    printed = cli(["status", "--all", "--json"], cwd=repo.path)
+    assert statused["structuredContent"] == {
+        k: v for k, v in json.loads(printed.out).items() if k != "strict"
+    }
+    assert statused["structuredContent"]["records"][0]["path"] == record
     assert replayed["structuredContent"]["identical"] is True
     assert replayed_text["structuredContent"]["identical"] is True
     assert checked["structuredContent"]["ok"] is True
@@ -210,6 +218,7 @@ def test_each_class_of_bad_input_reads_back_its_code(repo: Repo) -> None:
         (tool("suggest", goal="the of and"), "goal_empty"),
         (tool("check"), "usage"),
         (tool("audit", range="nope..HEAD"), "invalid_revision"),
+        (tool("status", all=1), "invalid_arguments"),
     ]
     report = session(repo, [{"op": "listTools"}, *(step for step, _ in cases)])
     got = [code_of(result) for result in results(report)[1:]]

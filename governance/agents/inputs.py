@@ -98,6 +98,14 @@ class VerifyIn(_Input):
     at: str = Field("HEAD", description=AT)
 
 
+class StatusIn(_Input):
+    all: bool = Field(
+        False,
+        description="true: every record committed at HEAD; false (the default): the newest "
+        "record of each packet",
+    )
+
+
 class ReplayIn(_Input):
     capsule: Text = Field(None, description=CAPSULE)
     path: Text = Field(

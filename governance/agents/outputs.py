@@ -73,6 +73,39 @@ class VerifyOut(_Closed):
     parts: list[PartOut]
 
 
+class StatusCounts(_Closed):
+    found: int = Field(description="records committed at HEAD")
+    verified: int = Field(description="records listed: each packet's newest, or all")
+    unchanged: int
+    intact: int
+    stale: int
+    missing: int
+    error: int
+
+
+class RecordStatusOut(_Closed):
+    path: str
+    packet: str = Field(description="the packet folder the record lives in")
+    status: str = Field(description="unchanged, intact, stale, missing (its worst part's) or error")
+    blob: str | None
+    sha256: str | None
+    commit: str | None = Field(description="the commit the record was built at")
+    reachable: bool | None = Field(description="its commit is in HEAD's history")
+    declared_commit: dict[str, Any] | None
+    counts: dict[str, int] | None = Field(description="parts per status")
+    changed: list[PartOut] = Field(description="every part that is not unchanged")
+    code: str | None = Field(description="an error row's code (null otherwise)")
+    message: str | None
+
+
+class StatusOut(_Closed):
+    at: str | None = Field(description="the HEAD commit verified against (null: no commits)")
+    all: bool
+    ok: bool = Field(description="no record listed is stale, missing or in error")
+    counts: StatusCounts
+    records: list[RecordStatusOut]
+
+
 class DifferenceOut(_Closed):
     path: str
     recorded_sha256: str

@@ -45,6 +45,15 @@ def verify_text(value: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def status_text(value: dict[str, Any]) -> str:
+    """``capsule status``'s lines, then its summary."""
+    from governance.history.status import row_lines, summary  # noqa: PLC0415 (defers pygit2)
+
+    lines = [line for row in value["records"] for line in row_lines(row)]
+    lines.append(printable(summary(value)))
+    return "\n".join(lines)
+
+
 def replay_text(value: dict[str, Any]) -> str:
     ref = value["capsule"]
     if value["identical"]:

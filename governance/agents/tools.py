@@ -224,6 +224,14 @@ def verify(
     }
 
 
+def status(ws: Workspace, all: bool = False) -> dict[str, Any]:
+    """``capsule status --json``: the records committed at HEAD, the newest of
+    each packet (every one with ``all``), each verified against HEAD."""
+    from governance.history.status import status as records_status  # noqa: PLC0415 (defers PyYAML)
+
+    return records_status(ws.repo, all_records=all, cache=ws.cache).to_json()
+
+
 def replay(ws: Workspace, capsule: str | None = None, path: str | None = None) -> dict[str, Any]:
     """Rebuild a capsule (its JSON text, or a record file) at its declared
     commit and compare the bytes."""

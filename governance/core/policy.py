@@ -90,7 +90,14 @@ def heading_source_limit(snapshot: Snapshot) -> int:
         source = snapshot.source(POLICY_PATH)
         if snapshot.size(source) > MAX_POLICY_BYTES:
             return DEFAULT_MAX_HEADING_SOURCE_BYTES
-        text = snapshot.read(source).decode("utf-8")
-        return parse_policy(text, path=POLICY_PATH).max_heading_source_bytes
+        return snapshot.memo(
+            "policy-heading-limit",
+            source,
+            lambda: (
+                parse_policy(
+                    snapshot.read(source).decode("utf-8"), path=POLICY_PATH
+                ).max_heading_source_bytes
+            ),
+        )
     except (CapsuleError, UnicodeDecodeError):
         return DEFAULT_MAX_HEADING_SOURCE_BYTES

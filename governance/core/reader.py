@@ -15,6 +15,7 @@ from typing import Any
 
 from governance.core import canonical
 from governance.core.budget import Limits, estimate_tokens
+from governance.core.cache import BlobCache
 from governance.core.capsule import (
     FULL_COMMIT,
     PACKET_FILE,
@@ -124,12 +125,23 @@ def _check_paths(document: dict[str, Any]) -> None:
         raise _corrupt(f"packet.path is not {PACKETS_DIR}/<ID>/{PACKET_FILE}", field="packet.path")
 
 
+# Packets parsed from capsules read in this process, by blob id and path:
+# ``capsule status`` reads every record of a packet, most holding one text.
+_PACKETS = BlobCache(1 << 20)
+
+
 def _check_against_packet(document: dict[str, Any]) -> None:
     """What the capsule says the packet asked for is what the packet text says."""
     from governance.core.packet import DEFAULT_QUESTION, parse_packet  # noqa: PLC0415 (defers PyYAML)
 
+    whole = document["packet"]
     try:
-        packet = parse_packet(document["packet"]["text"], path=document["packet"]["path"])
+        # The text's blob id was checked against it: the id names the text.
+        packet = _PACKETS.get(
+            (whole["blob"], whole["path"]),
+            lambda: parse_packet(whole["text"], path=whole["path"]),
+            weight=lambda _: 256 + 2 * len(whole["text"]),
+        )
     except MalformedInput as exc:
         raise _corrupt(
             f"packet.text is not a valid packet: {exc.message}", field="packet"

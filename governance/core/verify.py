@@ -108,7 +108,12 @@ def _policy(snapshot: Snapshot, recorded: dict[str, Any]) -> PartResult:
         from governance.core.policy import parse_policy  # noqa: PLC0415 (defers PyYAML)
 
         source = snapshot.source(recorded["path"])
-        values = parse_policy(snapshot.read(source).decode("utf-8"), path=source.path).values()
+        # Parsed once a blob: status verifies many records of one policy.
+        values = snapshot.memo(
+            "policy-values",
+            source,
+            lambda: parse_policy(snapshot.read(source).decode("utf-8"), path=source.path).values(),
+        )
         if any(recorded[key] != value for key, value in values.items()):
             raise _forged("policy", "values")
     return result

@@ -14,7 +14,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from governance.core.capsule import PACKETS_DIR, packet_path
 from governance.core.hashing import sha256_hex
@@ -109,6 +109,36 @@ def is_record_path(path: str) -> bool:
         and parts[2] == RECORDS_FOLDER
         and parts[3].endswith(RECORD_SUFFIX)
     )
+
+
+def records_in(tree: pygit2.Tree) -> list[str]:
+    """The record paths of ``tree`` (``packets/<ID>/capsules/<name>.json``,
+    whatever the entry is: a link or a folder there is judged as a record, and
+    refused), sorted."""
+    found: list[str] = []
+    try:
+        packets = tree[PACKETS_DIR]
+    except KeyError:
+        return found
+    for folder in _subtrees(packets):
+        try:
+            records = folder[RECORDS_FOLDER]
+        except KeyError:
+            continue
+        for entry in _subtrees(records, folders_only=False):
+            path = f"{PACKETS_DIR}/{folder.name}/{RECORDS_FOLDER}/{entry.name}"
+            if is_record_path(path):
+                found.append(path)
+    return sorted(found)
+
+
+def _subtrees(obj: object, *, folders_only: bool = True) -> list[Any]:
+    # The entries of a folder of the tree (nothing when it is not one).
+    import pygit2  # noqa: PLC0415 (a tree is given: pygit2 is loaded already)
+
+    if not isinstance(obj, pygit2.Tree):
+        return []
+    return [e for e in obj if not folders_only or isinstance(e, pygit2.Tree)]
 
 
 def _folder(root: Path, relative: str) -> Path:
