@@ -75,6 +75,15 @@ def test_workflow_audit_shards_cover_the_matrix() -> None:
     assert checkout["with"]["fetch-depth"] == 0
 
 
+def test_workflow_reports_stale_records() -> None:
+    status = workflow()["jobs"]["status"]
+    assert status["name"]
+    assert runs(status)[-1] == "capsule status"
+    # The newest record is found walking history; each is checked at its commit.
+    checkout = next(s for s in status["steps"] if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0
+
+
 def test_workflow_commands_parse() -> None:
     parsed = 0
     for job in workflow()["jobs"].values():
@@ -86,7 +95,7 @@ def test_workflow_commands_parse() -> None:
             assert argv[1] in COMMANDS
             build_parser().parse_args(argv[1:])
             parsed += 1
-    assert parsed == 3
+    assert parsed == 4
 
 
 def test_workflow_installs_git_capsule_pinned_by_commit_id() -> None:
@@ -95,7 +104,7 @@ def test_workflow_installs_git_capsule_pinned_by_commit_id() -> None:
     assert re.fullmatch(r"[0-9a-f]{40}", env["GIT_CAPSULE_COMMIT"])
     assert env["GIT_CAPSULE_REPO"].startswith("https://")
     installs = [r for job in workflow()["jobs"].values() for r in runs(job) if "pip install" in r]
-    assert len(installs) == 2
+    assert len(installs) == 3
     expected = 'python -m pip install "git-capsule @ git+${GIT_CAPSULE_REPO}@${GIT_CAPSULE_COMMIT}"'
     assert all(r == expected for r in installs)
 
@@ -103,7 +112,7 @@ def test_workflow_installs_git_capsule_pinned_by_commit_id() -> None:
 def test_workflow_actions_are_pinned_by_full_commit_id() -> None:
     steps = [step for job in workflow()["jobs"].values() for step in job["steps"]]
     uses = [step["uses"] for step in steps if "uses" in step]
-    assert len(uses) == 4
+    assert len(uses) == 6
     for use in uses:
         assert re.fullmatch(r"actions/(checkout|setup-python)@[0-9a-f]{40}", use), use
     # Each pin names its release beside it, for the reader who updates it.
@@ -119,5 +128,5 @@ def test_workflow_checkout_keeps_no_credentials() -> None:
         for step in job["steps"]
         if step.get("uses", "").startswith("actions/checkout@")
     ]
-    assert len(checkouts) == 2
+    assert len(checkouts) == 3
     assert all(step["with"]["persist-credentials"] is False for step in checkouts)
