@@ -11,6 +11,7 @@ import math
 import os
 import re
 import subprocess
+import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from governance.agents.cgp import written
+from support.cgp_conformance import verify_provenance
 from support.cgp_session import DATA, Provider, assert_valid
 from support.gitrepo import Repo, packet_yaml
 
@@ -186,7 +188,7 @@ def test_f5_d1_digests_are_sha256_of_the_exact_bytes_at_the_range(
     repo: Repo, ready: Provider
 ) -> None:
     for frame in _frames(ready):
-        (provenance,) = frame["provenance"]
+        provenance = frame["provenance"][1]  # the commit-pinned identity
         assert provenance["type"] == "file"
         assert DIGEST.match(provenance["digest"])
         assert DIGEST.match(frame["content_digest"])
@@ -203,12 +205,21 @@ def test_ranges_follow_crlf_and_lone_cr_line_ends(repo: Repo, provider: Provider
     repo.commit("crlf")
     provider.handshake()
     section, whole = _frames(provider)[2:]
-    assert section["provenance"][0]["range"] == "L4-6"
+    assert section["provenance"][1]["range"] == "L4-6"
     assert section["content"] == "## Part\r\nbody\rmore\r\n"
-    assert whole["provenance"][0]["range"] == "L1-8"
+    assert whole["provenance"][1]["range"] == "L1-8"
     for frame in (section, whole):
-        raw = _at_range(repo, "docs/crlf.md", frame["provenance"][0]["range"])
+        raw = _at_range(repo, "docs/crlf.md", frame["provenance"][1]["range"])
         assert raw == frame["content"].encode("utf-8")
+        # A host ends lines at LF only, and would read other bytes at L4-6:
+        # the file:// provenance names the whole file, with its digest.
+        on_disk = frame["provenance"][0]
+        assert "range" not in on_disk
+        assert (
+            on_disk["digest"]
+            == "sha256:" + hashlib.sha256(_at_range(repo, "docs/crlf.md", None)).hexdigest()
+        )
+        assert verify_provenance(on_disk) == ("verified", "")
 
 
 def test_an_empty_file_has_no_range_and_digests_the_whole_resource(
@@ -220,8 +231,10 @@ def test_an_empty_file_has_no_range_and_digests_the_whole_resource(
     provider.handshake()
     frame = _frames(provider)[2]
     assert frame["content"] == ""
-    assert "range" not in frame["provenance"][0]
-    assert frame["provenance"][0]["digest"] == "sha256:" + hashlib.sha256(b"").hexdigest()
+    for provenance in frame["provenance"]:
+        assert "range" not in provenance
+        assert provenance["digest"] == "sha256:" + hashlib.sha256(b"").hexdigest()
+    assert verify_provenance(frame["provenance"][0]) == ("verified", "")
     assert frame["token_cost"] == 0
 
 
@@ -320,6 +333,73 @@ def test_f4_a_leap_second_and_a_leap_day_are_times(ready: Provider) -> None:
         assert ready.query(anchors=[ANCHOR], as_of=pin)["type"] == "frames"
 
 
+def _on_disk(repo: Repo, path: str) -> str:
+    return "file://" + urllib.parse.quote(str(repo.path.resolve() / path))
+
+
+def test_f5_each_frame_has_a_file_provenance_a_host_rereads(repo: Repo, ready: Provider) -> None:
+    # Issue 20: every provenance was capsule://commits/..., which no host can
+    # read, so the runner skipped provenance-fixture-consistency.
+    frames = _frames(ready) + ready.query(goal=GOAL)["result"]["frames"]
+    for frame in frames:
+        on_disk, pinned = frame["provenance"]
+        path = pinned["uri"].removeprefix(f"capsule://commits/{repo.head()}/")
+        assert on_disk["uri"] == _on_disk(repo, path)
+        assert (on_disk["range"], on_disk["digest"]) == (pinned["range"], frame["content_digest"])
+        assert (on_disk["method"], on_disk["by"]) == (pinned["method"], "git-capsule")
+        # Re-read as the reference host re-reads it: the bytes on disk match.
+        assert verify_provenance(on_disk) == ("verified", "")
+        assert verify_provenance(pinned)[0] == "unreadable"
+
+
+def test_f5_a_file_that_moved_on_disk_no_longer_matches(repo: Repo, ready: Provider) -> None:
+    frame = _frames(ready)[2]
+    roadmap = repo.path / "docs/roadmap.md"
+    roadmap.write_text(roadmap.read_text().replace("Second phase", "2nd phase"))
+    outcome, detail = verify_provenance(frame["provenance"][0])
+    assert outcome == "mismatch", detail
+    # Frames come from the commit: served again, the digest is the same, and
+    # the host sees that its work tree is not what the commit holds.
+    assert _frames(ready)[2]["provenance"] == frame["provenance"]
+
+
+def test_f5_a_pinned_frames_file_provenance_digests_the_pins_bytes(
+    repo: Repo, ready: Provider
+) -> None:
+    repo.write("docs/notes.md", "# Notes\n\nLater.\n")
+    repo.commit("after the pin", when="2026-09-01T00:00:00Z")
+    notes = _frames(ready, as_of=PIN)[3]
+    assert notes["provenance"][0]["digest"] == notes["content_digest"]
+    assert verify_provenance(notes["provenance"][0])[0] == "mismatch"
+    assert verify_provenance(_frames(ready)[3]["provenance"][0]) == ("verified", "")
+
+
+def test_f5_a_path_a_uri_must_escape_is_percent_encoded(repo: Repo, provider: Provider) -> None:
+    name = "docs/ä b%.md"
+    repo.write(name, "# Odd\n\nA name to escape.\n")
+    repo.write("packets/P-1/packet.yml", packet_yaml("P-1", [name]))
+    repo.commit("odd name")
+    provider.handshake()
+    on_disk = _frames(provider)[2]["provenance"][0]
+    assert on_disk["uri"].endswith("/docs/%C3%A4%20b%25.md")
+    assert verify_provenance(on_disk) == ("verified", "")
+
+
+def test_f5_a_bare_repository_has_only_the_commit_pinned_provenance(
+    repo: Repo, tmp_path: Path
+) -> None:
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(bare)], check=True)
+    provider = Provider(bare)
+    try:
+        provider.handshake()
+        for frame in _frames(provider):
+            (pinned,) = frame["provenance"]
+            assert pinned["uri"].startswith("capsule://commits/")
+    finally:
+        provider.stop()
+
+
 def test_p1_full_frames_carry_content_and_no_reference_fields(ready: Provider) -> None:
     for frame in _frames(ready):
         assert "content" in frame
@@ -367,7 +447,7 @@ def test_a_goal_query_is_answered_from_capsule_suggest(cli, repo: Repo, ready: P
     for frame in frames:
         assert frame["kind"] == "doc"
         assert frame["id"].startswith(f"capsule-suggest:{head}/")
-        (provenance,) = frame["provenance"]
+        provenance = frame["provenance"][1]
         path = provenance["uri"].removeprefix(f"capsule://commits/{head}/")
         raw = _at_range(repo, path, provenance.get("range"))
         assert raw == frame["content"].encode("utf-8")
@@ -819,8 +899,10 @@ def test_full_session_handshake_query_verify_shutdown(repo: Repo, provider: Prov
     for _, line in provider.transcript:
         assert "\n" not in line
         assert_valid(json.loads(line))
-    # The fixture's commit ids are reproducible: docs/cgp.md's example is this session.
-    assert provider.ndjson() == SESSION.read_text(encoding="utf-8")
+    # The fixture's commit ids are reproducible: docs/cgp.md's example is this
+    # session, its work tree shown as /path/to/repo.
+    shown = provider.ndjson().replace(urllib.parse.quote(str(repo.path.resolve())), "/path/to/repo")
+    assert shown == SESSION.read_text(encoding="utf-8")
 
 
 def test_reference_messages_parse_and_validate() -> None:

@@ -11,6 +11,7 @@ does not declare, and the test says which.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -32,14 +33,24 @@ from support.cgp_conformance import (
     NO_FINGERPRINT,
     NO_GRAPH,
     PASS,
+    PROVENANCE,
     SHUTDOWN,
     SKIPPED,
     VERIFY_HONESTY,
     CheckResult,
+    check_budget,
+    check_consent_scopes,
+    check_frames,
     run_conformance,
     table,
+    verify_provenance,
 )
+from support.cgp_host import HostError, decode_line
 from support.gitrepo import POLICY, Repo, git_env, packet_yaml
+
+# One run of the whole suite spawns the provider four times and queries it
+# seven: tens of seconds here.
+pytestmark = pytest.mark.slow
 
 BEFORE_PIN = "2026-03-01T09:00:00Z"
 AFTER_PIN = "2026-08-01T09:00:00Z"
@@ -142,6 +153,12 @@ def test_anchor_relevance(report: dict[str, CheckResult]) -> None:
     assert report[ANCHOR_RELEVANCE] == CheckResult(ANCHOR_RELEVANCE, SKIPPED, NO_GRAPH)
 
 
+def test_provenance_fixture_consistency(report: dict[str, CheckResult]) -> None:
+    evidence = _passed(report, PROVENANCE)
+    assert evidence.startswith("re-read and re-hashed "), evidence
+    assert " 0 " not in evidence, evidence
+
+
 def test_shutdown_clean(report: dict[str, CheckResult]) -> None:
     # The runner passes a provider it had to kill after the grace; ours ends
     # on its own, with status 0.
@@ -160,3 +177,114 @@ def test_embedding_fingerprint(report: dict[str, CheckResult]) -> None:
 
 def test_correlation(report: dict[str, CheckResult]) -> None:
     assert "echoed the request id verbatim" in _passed(report, CORRELATION)
+
+
+# --- the checks fail what the runner fails (they are not vacuous) -------------------
+
+GOOD = {
+    "id": "f",
+    "kind": "doc",
+    "title": "t",
+    "content": "abcde",
+    "content_digest": "sha256:" + "a" * 64,
+    "score": 0.5,
+    "token_cost": 2,
+    "valid_from": "2026-02-28T00:00:00Z",
+    "citation_label": "t L1-1",
+    "provenance": [{"type": "file", "uri": "file:///x", "digest": "sha256:" + "b" * 64}],
+    "relations": [{"rel": "r", "target_uri": "u", "display_name": "d"}],
+}
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"score": 1.5},
+        {"title": " "},
+        {"citation_label": None},
+        {"citation_label": "\t"},
+        {"content": None},
+        {"representation": "reference"},
+        {"valid_from": "2026-02-29T00:00:00Z"},
+        {"recorded_at": "2026-02-28T00:00:00+00:00"},
+        {"content_digest": "sha256:" + "A" * 64},
+        {"provenance": [{"type": "file", "uri": "file:///x"}]},
+        {"relations": [{"rel": "r", "target_uri": " ", "display_name": "d"}]},
+        {"relations": [{"rel": "r", "target_uri": "u"}]},
+    ],
+)
+def test_frame_validity_fails_a_frame_the_runner_fails(broken: dict[str, object]) -> None:
+    assert check_frames({"frames": [GOOD]})[0]
+    assert not check_frames({"frames": [{**GOOD, **broken}]})[0]
+
+
+@pytest.mark.parametrize(
+    ("frames", "query"),
+    [
+        ([{**GOOD, "token_cost": 1}], {"max_tokens": 10, "max_frames": 8}),
+        ([GOOD, GOOD], {"max_tokens": 3, "max_frames": 8}),
+        ([GOOD, GOOD], {"max_tokens": 10, "max_frames": 1}),
+    ],
+)
+def test_budget_honesty_fails_what_the_runner_fails(
+    frames: list[dict[str, object]], query: dict[str, int]
+) -> None:
+    assert check_budget({"frames": [GOOD]}, {"max_tokens": 2, "max_frames": 1})[0]
+    assert not check_budget({"frames": frames}, query)[0]
+
+
+@pytest.mark.parametrize(
+    ("egress", "scopes", "status"),
+    [
+        (False, ["local-only"], PASS),
+        (True, ["third-party-model", "acme:store"], PASS),
+        (False, ["org-tenant"], "fail"),
+        (True, ["store"], "fail"),
+    ],
+)
+def test_consent_scope_follows_the_runner(egress: bool, scopes: list[str], status: str) -> None:
+    info = {"data_flow": {"reads": True, "egress": egress, "egress_scopes": scopes}}
+    assert check_consent_scopes(info).status == status
+
+
+def test_the_hosts_reread_of_file_provenance(tmp_path: Path) -> None:
+    data = b"one\r\ntwo\rthree\nfour"
+    (tmp_path / "a b.md").write_bytes(data)
+    uri = "file://" + str(tmp_path).replace(" ", "%20") + "/a%20b.md"
+
+    def outcome(range_: str | None, raw: bytes, at: str = uri) -> str:
+        entry = {"type": "file", "uri": at, "digest": "sha256:" + hashlib.sha256(raw).hexdigest()}
+        if range_ is not None:
+            entry["range"] = range_
+        return verify_provenance(entry)[0]
+
+    assert outcome(None, data) == "verified"
+    assert outcome("L1", b"one\r\n") == "verified"
+    assert outcome("L2-9", b"two\rthree\nfour") == "verified"  # LF only; the end clamped
+    assert outcome("L2", b"two\r") == "mismatch"
+    assert outcome("L4", b"") == "unreadable"
+    assert outcome("0-5", data) == "unreadable"
+    assert outcome(None, data, uri.replace("file://", "file://elsewhere")) == "unreadable"
+    assert outcome(None, data, uri + "x") == "unreadable"
+    assert verify_provenance({"type": "derivation"})[0] == "not_file"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"frames","result":{"frames":[],"truncated":false},"id":"\\ud800"}',
+        b'{"type":"frames","result":{"frames":[]}}',
+        b'{"type":"error","code":"bad_request"}',
+        b'{"type":"verified","response":{"verdicts":[{"frame":{"provider_id":"p",'
+        b'"frame_id":"f"},"status":"fine"}]}}',
+        b'{"type":"frames","result":{"truncated":false,"frames":[{"id":"f","kind":"note",'
+        b'"title":"t","score":0.5,"token_cost":1}]}}',
+        b'{"type":"frames","result":{"truncated":false,"frames":[{"id":"f","kind":"doc",'
+        b'"title":"t","score":0.5,"token_cost":1.0}]}}',
+        b'{"type":"notice"}',
+    ],
+)
+def test_the_host_refuses_to_decode_what_the_reference_host_refuses(line: bytes) -> None:
+    with pytest.raises(HostError) as refused:
+        decode_line(line)
+    assert refused.value.kind == "wire"

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -107,6 +109,32 @@ def parts(document: dict[str, Any]) -> list[Part]:
     return found
 
 
+def file_uri(worktree: str, path: str) -> str:
+    """``file://`` and the work tree path, percent-encoded (RFC 8089, 3986)."""
+    absolute = os.fsencode(os.path.join(worktree, path))
+    return "file://" + urllib.parse.quote(absolute, safe="/")
+
+
+def on_disk(worktree: str, part: Part, source: bytes, method: str) -> dict[str, Any]:
+    """The ``file`` provenance a host on this machine re-reads: the work tree
+    path and the part's range, with the digest of the bytes it names at the
+    served commit, so it matches the disk while the work tree holds that
+    commit's file. A host ends lines at LF only (SPEC 6.2 fixes no rule; the
+    reference host's does that): in a file with a lone CR, whose lines the
+    capsule counts otherwise, it names the whole file and digests the whole
+    blob instead, rather than a range a host would read as other bytes."""
+    provenance: dict[str, Any] = {"type": "file", "uri": file_uri(worktree, part.path)}
+    if source.count(b"\r") != source.count(b"\r\n"):
+        provenance["digest"] = digest(source)
+    else:
+        provenance["digest"] = digest(part.text)
+        if part.lines is not None:
+            provenance["range"] = line_range(*part.lines)
+    provenance["method"] = method
+    provenance["by"] = PROVIDER_NAME
+    return provenance
+
+
 def frame(
     part: Part,
     *,
@@ -115,16 +143,26 @@ def frame(
     uri: str,
     score: float,
     method: str,
+    worktree: str | None,
+    source: bytes,
 ) -> dict[str, Any]:
-    """One ``doc`` frame: exact content, its digest, file provenance at the commit."""
+    """One ``doc`` frame: exact content, its digest, and two ``file``
+    provenances: the work tree's ``file://`` path a host re-reads (none in a
+    bare repository), then ``capsule://commits/<commit>/<path>``, the bytes'
+    identity at the commit they were served from. ``source`` is the whole
+    blob the part comes from."""
     commit_id = str(commit.id)
-    source = f"capsule://commits/{commit_id}/{part.path}"
-    provenance: dict[str, Any] = {"type": "file", "uri": source, "digest": digest(part.text)}
+    pinned: dict[str, Any] = {
+        "type": "file",
+        "uri": f"capsule://commits/{commit_id}/{part.path}",
+        "digest": digest(part.text),
+    }
     if part.lines is not None:
-        provenance["range"] = line_range(*part.lines)
-    provenance["method"] = method
-    provenance["by"] = PROVIDER_NAME
-    label = part.locator if part.lines is None else f"{part.locator} {provenance['range']}"
+        pinned["range"] = line_range(*part.lines)
+    pinned["method"] = method
+    pinned["by"] = PROVIDER_NAME
+    provenance = [pinned] if worktree is None else [on_disk(worktree, part, source, method), pinned]
+    label = part.locator if part.lines is None else f"{part.locator} {pinned['range']}"
     when = timestamp(commit)
     return {
         "id": f"capsule:{packet}@{commit_id}/{part.name}",
@@ -137,7 +175,7 @@ def frame(
         "token_cost": token_cost(part.text),
         "valid_from": when,
         "recorded_at": when,
-        "provenance": [provenance],
+        "provenance": provenance,
         "citation_label": label,
     }
 
@@ -172,8 +210,19 @@ def packet_frames(repo: pygit2.Repository, snapshot: Snapshot, packet: str) -> l
     commit = repo[snapshot.commit_id]
     assert isinstance(commit, pygit2.Commit)
     uri = PACKET_ANCHOR + packet
+    worktree = repo.workdir
     return [
-        frame(part, packet=packet, commit=commit, uri=uri, score=1.0, method="capsule-build")
+        frame(
+            part,
+            packet=packet,
+            commit=commit,
+            uri=uri,
+            score=1.0,
+            method="capsule-build",
+            worktree=worktree,
+            # Read again through the snapshot (its cache holds what the build read).
+            source=snapshot.read(snapshot.source(part.path)) if worktree else b"",
+        )
         for part in parts(built.document)
     ]
 

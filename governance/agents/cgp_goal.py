@@ -32,10 +32,16 @@ _GONE = {SOURCE_MISSING, HEADING_MISSING, HEADING_AMBIGUOUS, SOURCE_NOT_FILE, SO
 _FRAME_ID = re.compile(r"capsule-suggest:(?P<commit>[0-9a-f]{40}(?:[0-9a-f]{24})?)/(?P<locator>.+)")
 
 
-def _excerpt(snapshot: Snapshot, locator: str) -> Excerpt:
+def _selected(snapshot: Snapshot, locator: str) -> tuple[Excerpt, bytes]:
+    """The excerpt ``locator`` selects at ``snapshot``, and its whole blob."""
     selector = parse_locator(locator)
     source = snapshot.source(selector.path, locator=locator)
-    return select(selector, source, snapshot.read(source))
+    data = snapshot.read(source)
+    return select(selector, source, data), data
+
+
+def _excerpt(snapshot: Snapshot, locator: str) -> Excerpt:
+    return _selected(snapshot, locator)[0]
 
 
 def goal_frames(repo: pygit2.Repository, snapshot: Snapshot, goal: str) -> list[dict[str, Any]]:
@@ -48,7 +54,7 @@ def goal_frames(repo: pygit2.Repository, snapshot: Snapshot, goal: str) -> list[
     assert isinstance(commit, pygit2.Commit)
     frames = []
     for read in reads:
-        excerpt = _excerpt(snapshot, read["locator"])
+        excerpt, data = _selected(snapshot, read["locator"])
         title = f"{read['heading']} ({read['path']})" if read["heading"] else read["locator"]
         lines = (excerpt.first_line, excerpt.last_line)
         part = Part("", read["locator"], read["path"], title, excerpt.text, lines)
@@ -59,6 +65,8 @@ def goal_frames(repo: pygit2.Repository, snapshot: Snapshot, goal: str) -> list[
             uri=f"capsule://commits/{snapshot.commit_id}/{read['path']}",
             score=min(1.0, max(0.0, read["score"] / best)),
             method="capsule-suggest",
+            worktree=repo.workdir,
+            source=data,
         )
         made["id"] = f"capsule-suggest:{snapshot.commit_id}/{read['locator']}"
         frames.append(made)

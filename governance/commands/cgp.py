@@ -32,7 +32,8 @@ def register(sub: Any) -> None:
             "envelope per line in, one per line out. After the handshake, a query anchored on "
             'a packet (anchors: ["capsule://packets/<ID>"]) returns the parts of that '
             "packet's capsule built at HEAD (packet, context, every read) as doc "
-            "frames: exact content, sha256 digests, L<a>-<b> line ranges, token_cost = "
+            "frames: exact content, sha256 digests, L<a>-<b> line ranges, a file:// "
+            "provenance in the work tree beside the capsule://commits/ one, token_cost = "
             "ceil(UTF-8 bytes / 4), within max_frames and max_tokens; a query without a "
             "packet anchor gets the sections capsule suggest proposes for its goal at HEAD; "
             "with as_of, both are served from the last commit at or before that time. "
