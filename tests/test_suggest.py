@@ -8,14 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from governance.authoring import select
 from governance.authoring.corpus import Bounds
 from governance.authoring.suggest import Options, suggest
 from governance.authoring.template import Draft
+from governance.commands.suggest import report
 from governance.core.snapshot import Snapshot, open_repository
-from support.gitrepo import POLICY, Repo
+from governance.errors import REGISTRY, CapsuleError
+from support.gitrepo import POLICY, Repo, isolated
 
 REPLAY = """\
 # Replay
@@ -388,3 +393,50 @@ def test_corroboration_worth_little_is_redundant(cli, tmp_path: Path) -> None:
     assert result["coverage"]["complete"] is True
     assert result["omissions"]["reasons"]["redundant_coverage"] >= 1
     invariant(result)
+
+
+@pytest.mark.parametrize(
+    ("goal", "code", "facets"),
+    [("X vs Y", 2, None), ("skew of N-1", 0, ["skew"]), ("Is A better than B?", 0, ["better"])],
+)
+def test_goals_that_crashed_are_answered(cli, tmp_path: Path, goal, code, facets) -> None:
+    # Issue 21: a lone capital ("X", "N-1") ended in IndexError in goal_facets.
+    repo = make_repo(tmp_path)
+    result = cli(["suggest", goal, "--json"], cwd=repo.path)
+    assert result.code == code, result.err
+    out = json.loads(result.out)
+    if facets is None:
+        assert out["error"]["code"] == "goal_empty"
+    else:
+        assert [facet["facet"] for facet in out["facets"]] == facets
+
+
+@pytest.fixture(scope="module")
+def snapshot_for_goals(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in isolated(home).items():
+            patch.setenv(name, value)
+        repo = make_repo(tmp_path_factory.mktemp("goals"))
+    return Snapshot.at(open_repository(repo.path), "HEAD", check_worktree=False)
+
+
+# The autouse HOME isolation is function-scoped, and harmless to share between examples.
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(goal=st.text(max_size=120) | st.from_regex(r"[A-Za-z][A-Za-z0-9 \-.,\"`'vs]{0,40}"))
+def test_every_goal_gets_an_answer_or_a_coded_refusal(
+    snapshot_for_goals: Snapshot, goal: str
+) -> None:
+    refusal: CapsuleError | None = None
+    try:
+        draft = Draft.make(goal, snapshot_for_goals.commit_id)
+        result = suggest(snapshot_for_goals, draft, Options())
+    except CapsuleError as exc:
+        refusal = exc
+    if refusal is not None:
+        assert refusal.code in REGISTRY
+        return
+    invariant(result)
+    lines, notes = report(result)
+    assert lines[0].startswith("required_reads:")
+    assert notes

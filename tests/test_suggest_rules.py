@@ -95,3 +95,27 @@ def test_facets_by_rule(goal: str, want: list[tuple[str, str]]) -> None:
 def test_facets_are_bounded() -> None:
     goal = " ".join(f"word{n}" for n in range(100))
     assert len(goal_facets(goal)) == MAX_FACETS
+
+
+@pytest.mark.parametrize(
+    ("goal", "want"),
+    [
+        # A lone capital letter is a name of no content term: it used to be
+        # indexed as one (IndexError, issue 21).
+        ("X vs Y", []),
+        ("skew of N-1", [("word", "skew")]),
+        ("Is A better than B", [("word", "better")]),
+    ],
+)
+def test_a_name_without_content_terms_is_no_facet(goal: str, want: list[tuple[str, str]]) -> None:
+    assert [(f.kind, f.text) for f in goal_facets(goal)] == want
+
+
+@given(st.text(max_size=300))
+def test_every_goal_gets_facets_without_an_exception(goal: str) -> None:
+    facets = goal_facets(goal)
+    assert len(facets) <= MAX_FACETS
+    assert len({facet.sequence for facet in facets}) == len(facets)
+    for facet in facets:
+        assert facet.terms
+        assert all(len(term) > 1 and term not in STOPWORDS for term in facet.terms)

@@ -132,7 +132,9 @@ def goal_facets(goal: str) -> list[Facet]:
             add(SIDE, side)
     for clause in clauses:
         for name in _names(clause):
-            if len(content_terms(name)) > 1 or content_terms(name)[0] not in claimed:
+            # A lone capital ("X", "N-1") may hold no content term at all.
+            terms = content_terms(name)
+            if len(terms) > 1 or (terms and terms[0] not in claimed):
                 add(NAME, name)
     for compound in _COMPOUND.findall(rest):
         add(COMPOUND, compound)
