@@ -14,6 +14,9 @@ from support.gitrepo import POLICY, ROADMAP, Repo, Result, isolated, packet_yaml
 # can take a hundred times its usual time, and a test that fails for that
 # judges the machine, not the code. Speed is measured by bench/, never here.
 settings.register_profile("capsule", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# `pytest tests/test_fuzz.py --hypothesis-profile=fuzz`: a longer fuzzing run,
+# each property test's own example count raised to this one.
+settings.register_profile("fuzz", parent=settings.get_profile("capsule"), max_examples=2000)
 settings.load_profile("capsule")
 
 
