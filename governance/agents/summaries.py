@@ -14,7 +14,7 @@ from governance.output import printable
 
 
 def packets_text(value: dict[str, Any]) -> str:
-    lines = [f"{len(value['packets'])} packets at {value['at'][:12]}"]
+    lines = [f"{plural(len(value['packets']), 'packet')} at {value['at'][:12]}"]
     lines += [printable(f"{p['id']}  {p['path']}") for p in value["packets"]]
     return "\n".join(lines)
 
@@ -37,7 +37,7 @@ def verify_text(value: dict[str, Any]) -> str:
         for p in value["parts"]
     ]
     drifted = sum(p["status"] != "unchanged" for p in value["parts"])
-    verdict = "all parts unchanged" if value["ok"] else f"{drifted} parts not unchanged"
+    verdict = "all parts unchanged" if value["ok"] else f"{plural(drifted, 'part')} not unchanged"
     lines.append(
         f"{value['capsule']['id']} built at {value['capsule']['commit'][:12]}, verified at "
         f"{value['at'][:12]}: {verdict}"
@@ -69,12 +69,16 @@ def check_text(value: dict[str, Any]) -> str:
         printable(f"{f['path']}: {f['locator']}: {f['code']}: {f['message']}") for f in failures
     ]
     ok = sum(p["ok"] for p in value["packets"])
-    lines.append(f"{ok} of {len(value['packets'])} packets would build at {value['at'][:12]}")
+    lines.append(
+        f"{ok} of {plural(len(value['packets']), 'packet')} would build at {value['at'][:12]}"
+    )
     return "\n".join(lines)
 
 
 def outline_text(value: dict[str, Any]) -> str:
-    lines = [printable(f"{value['path']} at {value['commit'][:12]}: {value['lines']} lines")]
+    lines = [
+        printable(f"{value['path']} at {value['commit'][:12]}: {plural(value['lines'], 'line')}")
+    ]
     for h in value["headings"]:
         where = h["locator"] if h["locator"] is not None else "(no unique selector)"
         lines.append(
@@ -102,7 +106,15 @@ def suggest_text(value: dict[str, Any]) -> str:
         gaps = ", ".join(f"{u['facet']} ({u['gap']})" for u in unresolved)
         lines.append(printable(f"coverage: incomplete; unresolved: {gaps}"))
     else:
-        lines.append(f"coverage: complete, all {len(value['facets'])} facets covered")
+        lines.append(
+            "coverage: complete, "
+            + (
+                f"all {len(value['facets'])} facets"
+                if len(value["facets"]) != 1
+                else "its one facet"
+            )
+            + " covered"
+        )
     return "\n".join(lines)
 
 
