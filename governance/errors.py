@@ -222,12 +222,22 @@ UNSAFE_PATH = _code(
 INVALID_LOCATOR = _code(
     "invalid_locator",
     SourceError,
-    advice="write the locator as path, path#heading-slug or path#parent-slug/heading-slug",
+    advice="write the locator as path, path#heading-slug, path#parent-slug/heading-slug or "
+    "path#L10-L40",
 )
 HEADING_MISSING = _code(
     "heading_missing", SourceError, advice=f"restore the heading, or {_FIX_LOCATOR}"
 )
 HEADING_AMBIGUOUS = _code("heading_ambiguous", SourceError)
+LINE_RANGE_INVALID = _code(
+    "line_range_invalid", SourceError, advice="write the lines as path#L10-L40, or path#L10"
+)
+LINE_RANGE_OUTSIDE = _code(
+    "line_range_outside", SourceError, advice=f"restore the lines, or {_FIX_LOCATOR}"
+)
+SOURCE_BINARY = _code(
+    "source_binary", SourceError, advice="select lines of a text file, or read the file whole"
+)
 SOURCE_TOO_LARGE = _code("source_too_large", SourceError)
 TOO_MANY_READS = _code("too_many_reads", SourceError)
 OBJECT_MISSING = _code("object_missing", SourceError)

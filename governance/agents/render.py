@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from governance.core.locator import parse_locator
 from governance.core.reader import CapsuleFile
 from governance.output import printable
 
@@ -106,7 +107,10 @@ def _read(read: dict[str, Any], index: int) -> list[str]:
     first, last = read["lines"]
     lines = [f"### read {index}: {code(read['locator'])}\n", "\n"]
     heading = read["heading"]
-    if heading is None:
+    if heading is None and parse_locator(read["locator"]).lines is not None:
+        # A range names positions: say so, so no one reads it as a section.
+        lines.append(f"- selection: lines {first}-{last} (a line range)\n")
+    elif heading is None:
         lines.append("- selection: the whole file\n")
     else:
         lines.append(f"- heading (level {heading['level']}): {code(heading['text'])}\n")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from governance.core.budget import Limits, estimate_tokens
 from governance.core.excerpt import candidate_locator, parsed_file
+from governance.core.locator import parse_locator
 from governance.core.overlap import overlaps
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ def narrowing(
 def _sections(excerpt: Excerpt, snapshot: Snapshot) -> list[dict[str, Any]]:
     """The largest sections directly under the read's heading (for a whole
     file: under no heading, or under its one top heading), largest first."""
+    if parse_locator(excerpt.locator).lines is not None:
+        return []  # a range has no sections: name fewer lines
     parsed = parsed_file(snapshot, snapshot.source(excerpt.path), locator=excerpt.locator)
     tree, lines = parsed.tree, parsed.lines
     if excerpt.heading is not None:

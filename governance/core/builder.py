@@ -245,9 +245,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
     floor = [budget.Cost(packet_path, len(packet_file.data))]
     if context_file is not None:
         floor.append(budget.Cost(packet.context_path, len(context_file.data)))
-    floor += [
-        budget.Cost(sel.locator, snapshot.size(src)) for _, sel, src in resolved if sel.slug is None
-    ]
+    floor += [budget.Cost(sel.locator, snapshot.size(src)) for _, sel, src in resolved if sel.whole]
     last = len(packet.required_reads) + 1
     # Checking reports the budget once, from the first bound that breaks it.
     over_budget = False
@@ -268,7 +266,7 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
 
     running = floor[: 1 if context_file is None else 2]
     for rank, selector, source in resolved:
-        if selector.slug is None and not limits.fits(budget.estimate_tokens(snapshot.size(source))):
+        if selector.whole and not limits.fits(budget.estimate_tokens(snapshot.size(source))):
             # Only when collecting (build has stopped at the floor): a whole
             # file that alone breaks the budget, judged from its header as the
             # floor was, is never inflated; the floor's over_budget names it.

@@ -11,7 +11,7 @@ from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.headings import line_count, parse_headings, split_lines
 from governance.core.tree import Tree
-from governance.errors import SourceError
+from governance.errors import LINE_RANGE_OUTSIDE, SOURCE_BINARY, SourceError
 
 if TYPE_CHECKING:
     from governance.core.headings import Heading
@@ -77,15 +77,17 @@ def decode_source(data: bytes, *, locator: str) -> str:
 def check_heading_source(
     snapshot: Snapshot, selector: Selector, source: Source, limit: int
 ) -> None:
-    """Refuse a ``#heading`` read of a source over ``limit`` bytes, judged from
-    the object header: a heading read parses the whole file."""
-    if selector.slug is None:
+    """Refuse a ``#heading`` or ``#L10-L40`` read of a source over ``limit``
+    bytes, judged from the object header: such a read parses or splits the
+    whole file, and only its selection is bounded by the budget."""
+    if selector.whole:
         return
     size = snapshot.size(source)
     if size > limit:
+        what = "a heading read may parse" if selector.lines is None else "a line range may split"
         raise SourceError(
             f"{selector.locator}: {selector.path} has {size:,} bytes {snapshot.where}, more "
-            f"than the {limit:,} a heading read may parse (max_heading_source_bytes of the "
+            f"than the {limit:,} {what} (max_heading_source_bytes of the "
             "policy); read a smaller file, or raise the limit in the policy",
             code="source_too_large",
             locator=selector.locator,
@@ -168,11 +170,14 @@ def select(
     *,
     headings: Callable[[str], Sequence[Heading]] | None = None,
 ) -> Excerpt:
-    """Select the whole file, or one heading's complete section, failing closed.
-    ``headings`` parses the decoded text (a caller may memoise it per blob)."""
+    """Select the whole file, one heading's complete section or a range of
+    lines, failing closed. ``headings`` parses the decoded text (a caller may
+    memoise it per blob)."""
     if selector.slug is not None:
         parsed = parse_source(data, locator=selector.locator, headings=headings)
         return section_excerpt(selector, source, parsed)
+    if selector.lines is not None:
+        return lines_excerpt(selector, source, data)
     text = decode_source(data, locator=selector.locator)
     source_sha = sha256_hex(data)
     return Excerpt(
@@ -204,6 +209,61 @@ def section_excerpt(selector: Selector, source: Source, parsed: Parsed) -> Excer
         last_line=section.last_line,
         blob_id=source.blob_id,
         source_sha256=parsed.source_sha256,
+        selected_sha256=sha256_hex(selected),
+        # Decoding the slice of a valid UTF-8 file at line ends cannot fail.
+        text=selected.decode("utf-8"),
+    )
+
+
+def lines_excerpt(selector: Selector, source: Source, data: bytes) -> Excerpt:
+    """Lines ``selector.lines`` of a text file, failing closed: the file is
+    valid UTF-8 without NUL, and has its last line."""
+    assert selector.lines is not None
+    decode_source(data, locator=selector.locator)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise SourceError(
+            f"{selector.locator}: {selector.path} holds a NUL byte (byte {nul:,}): a binary "
+            "file has no lines to select",
+            code=SOURCE_BINARY,
+            locator=selector.locator,
+        )
+    lines = split_lines(data)
+    first, last = selector.lines
+    if last > len(lines):
+        span = f"line {first} is" if first == last else f"lines {first}-{last} run"
+        raise SourceError(
+            f"{selector.locator}: {selector.path} has {len(lines):,} "
+            f"line{'' if len(lines) == 1 else 's'}; {span} past its end",
+            code=LINE_RANGE_OUTSIDE,
+            locator=selector.locator,
+            line_count=len(lines),
+        )
+    return span_excerpt(
+        selector, source, lines, first, last, source_sha256=sha256_hex(data), heading=None
+    )
+
+
+def span_excerpt(
+    selector: Selector,
+    source: Source,
+    lines: Sequence[bytes],
+    first: int,
+    last: int,
+    *,
+    source_sha256: str,
+    heading: Heading | None,
+) -> Excerpt:
+    """The excerpt of lines ``first`` to ``last`` of a file split in ``lines``."""
+    selected = b"".join(lines[first - 1 : last])
+    return Excerpt(
+        locator=selector.locator,
+        path=selector.path,
+        heading=heading,
+        first_line=first,
+        last_line=last,
+        blob_id=source.blob_id,
+        source_sha256=source_sha256,
         selected_sha256=sha256_hex(selected),
         # Decoding the slice of a valid UTF-8 file at line ends cannot fail.
         text=selected.decode("utf-8"),

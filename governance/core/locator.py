@@ -1,12 +1,12 @@
-"""Locators (``path``, ``path#heading-slug`` or ``path#parent-slug/.../heading-slug``)
-and the path-safety rules."""
+"""Locators (``path``, ``path#heading-slug``, ``path#parent-slug/.../heading-slug``
+or ``path#L10-L40``) and the path-safety rules."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from governance.errors import SourceError
+from governance.errors import LINE_RANGE_INVALID, SourceError
 
 # C0 controls and DEL (check_path names NUL on its own, before these).
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
@@ -29,6 +29,14 @@ class Selector:
     # Slugs of enclosing headings, outermost first: ``a/b/c`` is slug ``c``
     # with parents ``("a", "b")``. Slugs never contain ``/``.
     parents: tuple[str, ...] = ()
+    # ``#L10-L40``: the first and last line, 1-based and inclusive (``#L10``
+    # is ``(10, 10)``). A slug is never uppercase, so never ``L...``.
+    lines: tuple[int, int] | None = None
+
+    @property
+    def whole(self) -> bool:
+        """The locator names the whole file (no fragment)."""
+        return self.slug is None and self.lines is None
 
     @property
     def slugs(self) -> tuple[str, ...]:
@@ -98,6 +106,8 @@ def _parse_locator(locator: str) -> Selector:
     check_path(path, locator=locator)
     if not hash_:
         return Selector(locator=locator, path=path, slug=None)
+    if _LINE_FORM.match(fragment):
+        return Selector(locator=locator, path=path, slug=None, lines=_line_range(locator, fragment))
     *parents, slug = fragment.split("/")
     if "" in parents or not slug:
         raise SourceError(
@@ -106,3 +116,43 @@ def _parse_locator(locator: str) -> Selector:
             locator=locator,
         )
     return Selector(locator=locator, path=path, slug=slug, parents=tuple(parents))
+
+
+# A fragment that starts as GitHub's line anchor does: ``L`` and a digit. No
+# slug can (slugs are lowercase), so no heading locator changes meaning.
+_LINE_FORM = re.compile(r"L[0-9]")
+_LINE_RANGE = re.compile(r"L([0-9]+)(?:-L([0-9]+))?")
+_COLUMNS = re.compile(r"L[0-9]+C[0-9]+(?:-L[0-9]+C[0-9]+)?")
+# Line numbers of at most this many digits: int() of a long one costs time,
+# and no source a capsule could hold has a billion lines.
+_LINE_DIGITS = 9
+
+
+def _line_range(locator: str, fragment: str) -> tuple[int, int]:
+    def invalid(why: str) -> SourceError:
+        return SourceError(
+            f"{_shown(locator)}: {why}; write #L10-L40 for lines 10 to 40, or #L10 for one line",
+            code=LINE_RANGE_INVALID,
+            locator=locator,
+        )
+
+    found = _LINE_RANGE.fullmatch(fragment)
+    if found is None:
+        if _COLUMNS.fullmatch(fragment):
+            raise invalid("a line range selects whole lines: columns (GitHub's C) are not read")
+        raise invalid("not a line range")
+    numbers = [found.group(1), found.group(2) or found.group(1)]
+    for number in numbers:
+        if len(number) > _LINE_DIGITS:
+            raise invalid(f"line numbers have at most {_LINE_DIGITS} digits")
+        if number.startswith("0"):
+            raise invalid("lines are numbered from 1" if set(number) == {"0"} else "a leading zero")
+    first, last = int(numbers[0]), int(numbers[1])
+    if last < first:
+        raise invalid(f"the range is reversed (line {first} after line {last})")
+    return first, last
+
+
+def _shown(locator: str) -> str:
+    # A hostile locator may be long: its message quotes a bounded part.
+    return locator if len(locator) <= 120 else locator[:100] + "..."

@@ -92,14 +92,20 @@ def _check_read(read: dict[str, Any], index: int) -> None:
     if heading is None:
         if selector.slug is not None:
             raise _corrupt(f"{name} has a heading locator but no heading", field=f"{name}.heading")
-        if read["source_sha256"] != read["selected_sha256"]:
+        if selector.lines is not None:
+            # A range holds the very lines its locator names.
+            if [first, last] != list(selector.lines):
+                raise _corrupt(
+                    f"{name}.lines is not the range its locator names", field=f"{name}.lines"
+                )
+        elif read["source_sha256"] != read["selected_sha256"]:
             raise _corrupt(
                 f"{name} reads a whole file but source_sha256 differs from selected_sha256",
                 field=f"{name}.source_sha256",
             )
-        if _object_id(data, read["blob"]) != read["blob"]:
+        elif _object_id(data, read["blob"]) != read["blob"]:
             raise _corrupt(f"{name}.blob does not match {name}.text", field=f"{name}.blob")
-        if first != 1:
+        elif first != 1:
             raise _corrupt(f"{name}.lines of a whole file must start at 1", field=f"{name}.lines")
     elif heading["slug"] != selector.slug:
         raise _corrupt(f"{name}.heading.slug does not match its locator", field=f"{name}.heading")

@@ -17,6 +17,7 @@ import pygit2
 
 from governance.core.excerpt import Excerpt, check_heading_source, excerpt_of
 from governance.core.hashing import sha256_hex
+from governance.core.headings import line_count
 from governance.core.locator import parse_locator
 from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot, Source
@@ -158,16 +159,47 @@ def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any], limit: int) -
         if excerpt.to_json() != recorded:
             raise _forged(part, "text, lines, heading or hashes")
         return _unchanged(part, locator, current)
-    if selector.slug is None:
+    if selector.whole:
         return PartResult(part, locator, STALE, "source_changed", CODES["source_changed"], current)
     if excerpt.selected_sha256 != recorded["selected_sha256"]:
-        return PartResult(part, locator, STALE, "passage_stale", CODES["passage_stale"], current)
+        message = CODES["passage_stale"]
+        if selector.lines is not None:
+            message += _found_at(selector.path, data, recorded["text"].encode("utf-8"))
+        return PartResult(part, locator, STALE, "passage_stale", message, current)
     code = (
         "passage_moved"
         if current["lines"] != recorded["lines"]
         else "source_changed_passage_intact"
     )
     return PartResult(part, locator, INTACT, code, CODES[code], current)
+
+
+def _found_at(path: str, data: bytes, text: bytes) -> str:
+    """Where the recorded lines of a range now are, when they are whole lines
+    of ``data`` exactly once: a range names lines, so it is stale, but the
+    message can give the locator that names them now."""
+    found: list[int] = []
+    start = data.find(text)
+    while start >= 0 and len(found) < 2:
+        end = start + len(text)
+        begins = (
+            start == 0
+            or data[start - 1 : start] == b"\n"
+            or (data[start - 1 : start] == b"\r" and data[start : start + 1] != b"\n")
+        )
+        ends = end == len(data) or (
+            text.endswith((b"\n", b"\r"))
+            and not (text.endswith(b"\r") and data[end : end + 1] == b"\n")
+        )
+        if begins and ends:
+            found.append(start)
+        start = data.find(text, start + 1)
+    if len(found) != 1:
+        return ""
+    first = line_count(data[: found[0]]) + 1
+    last = first + line_count(text) - 1
+    anchor = f"L{first}" if first == last else f"L{first}-L{last}"
+    return f"; the recorded lines are now lines {first}-{last}: {path}#{anchor}"
 
 
 def holds(results: list[PartResult], *, strict: bool = False) -> bool:
