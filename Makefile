@@ -28,7 +28,7 @@ COVERAGE := $(if $(ARGS),,--cov --cov-report=term:skip-covered --cov-fail-under=
 $(STAMP): pyproject.toml
 	@echo "make: creating $(VENV) and installing git-capsule with its test tools and optional extras" >&2
 	@$(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,mcp,tokens]' >&2
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,mcp,tokens,secrets]' >&2
 	@touch $(STAMP)
 
 demo: $(STAMP)

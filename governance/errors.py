@@ -240,6 +240,7 @@ SOURCE_BINARY = _code(
 )
 SOURCE_TOO_LARGE = _code("source_too_large", SourceError)
 TOO_MANY_READS = _code("too_many_reads", SourceError)
+SOURCE_SECRET = _code("source_secret", SourceError)
 OBJECT_MISSING = _code("object_missing", SourceError)
 COMMIT_MISSING = _code(
     "commit_missing",
@@ -263,6 +264,13 @@ OVER_BUDGET = _code(
 
 # Warnings: reported, never raised; they change no exit code.
 READS_OVERLAP = _code("reads_overlap", None, exit_code=EXIT_OK)
+# Built without the secrets extra: nothing was scanned for secrets.
+SECRET_SCAN_UNAVAILABLE = _code("secret_scan_unavailable", None, exit_code=EXIT_OK)
+
+# The secret scan's waiver file (policies/secret-waivers.yml).
+SECRET_WAIVERS_MALFORMED = _code(
+    "secret_waivers_malformed", MalformedInput, advice="fix policies/secret-waivers.yml"
+)
 
 # Capsule records read from history or the index.
 RECORD_NOT_FILE = _code(
@@ -281,6 +289,16 @@ REPLAY_DIFFERS = _code(
     exit_code=EXIT_DRIFT,
     record_advice="the record is not what the builder gives at its commit: restore it, or "
     "rebuild it there",
+)
+# Reported, never raised: a record that replays identically but carries what
+# the secret scan refuses today (exit 1).
+RECORD_SECRET = _code(
+    "record_secret",
+    None,
+    exit_code=EXIT_DRIFT,
+    record_advice="revoke the secret; delete the record at the tip and waive its blob in "
+    "policies/audit-waivers.yml, or waive a reviewed false positive in "
+    "policies/secret-waivers.yml",
 )
 # The audit's waiver file (policies/audit-waivers.yml).
 WAIVERS_MALFORMED = _code("waivers_malformed", MalformedInput)

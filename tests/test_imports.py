@@ -42,6 +42,10 @@ print("\n".join(sorted(sys.modules)))
 # its cffi backend), markdown-it-py (with mdurl, for a file the heading scan
 # declines or a heading with inline markup) and PyYAML.
 GIT_AND_TEXT = {"governance", "pygit2", "markdown_it", "mdurl", "yaml"}
+# The secret scan's detector (the secrets extra, docs/secrets.md): detect-secrets
+# and the requests stack it imports, loaded by every command that builds (some
+# 40 ms a process, bench/bench_secrets.py).
+SCAN = {"detect_secrets", "requests", "urllib3", "charset_normalizer", "idna", "certifi"}
 NEVER = {"jsonschema", "referencing", "rpds", "attrs", "mcp", "tiktoken", "pydantic", "anyio"}
 
 
@@ -88,6 +92,16 @@ def _sorted_out(modules: set[str]) -> tuple[set[str], set[str]]:
 SHARED = {"governance.commands._args", "governance.commands._boundary"}
 
 
+def _detector_modules() -> set[str]:
+    """What loading the secret scan's detector imports, in a fresh interpreter."""
+    probe = (
+        "import sys; from governance.core.secretscan import detector; "
+        "assert detector().available; print('\\n'.join(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(done.stdout.splitlines())
+
+
 def test_help_imports_no_command_and_no_library(repo: Repo) -> None:
     code, third_party, commands = _probe("capsule", ["--help"], repo.path)
     assert code == 0
@@ -117,8 +131,8 @@ def test_build_imports_git_markdown_and_yaml_only(repo: Repo, tmp_path: Path) ->
     assert code == 0
     assert out.is_file()
     # markdown-it-py only when a file's headings need it: the line scan settles plain ones.
-    assert {"governance", "pygit2", "yaml"} <= third_party <= GIT_AND_TEXT
-    assert commands == SHARED | {"governance.commands.build"}
+    assert {"governance", "pygit2", "yaml", "detect_secrets"} <= third_party <= GIT_AND_TEXT | SCAN
+    assert commands == SHARED | {"governance.commands.build", "governance.commands._secrets"}
 
 
 def test_verify_imports_no_schema_library(repo: Repo, tmp_path: Path) -> None:
@@ -166,10 +180,11 @@ def test_audit_imports_none_of_the_paths_a_clean_audit_never_takes(
     assert report["code"] == 0
     modules = set(report["modules"])
     third_party, commands = _sorted_out(modules)
-    assert {"governance", "pygit2", "yaml"} <= third_party <= GIT_AND_TEXT
+    assert {"governance", "pygit2", "yaml", "detect_secrets"} <= third_party <= GIT_AND_TEXT | SCAN
     assert not third_party & NEVER
-    assert commands == SHARED | {"governance.commands.audit"}
-    assert not modules & AUDIT_NEVER
+    assert commands == SHARED | {"governance.commands.audit", "governance.commands._secrets"}
+    # Whatever the detector itself loads (logging, multiprocessing...) is its own.
+    assert not modules & (AUDIT_NEVER - _detector_modules())
     packages = {name.rsplit(".", 1)[0] for name in modules if name.count(".") == 2}
     assert {p for p in packages if p.startswith("governance.")} <= AUDIT_PACKAGES
 
@@ -185,9 +200,9 @@ def test_hooks_import_no_schema_library_and_no_command(cli, repo: Repo, hook: st
     assert "/capsules/" in repo.git("diff", "--cached", "--name-only")
     code, third_party, commands = _probe(hook, [], repo.path)
     assert code == 0
-    assert third_party <= GIT_AND_TEXT | {"capsule_hooks"}
+    assert third_party <= GIT_AND_TEXT | SCAN | {"capsule_hooks"}
     assert not third_party & NEVER
-    assert commands <= SHARED | {"governance.commands._hooks"}
+    assert commands <= SHARED | {"governance.commands._hooks", "governance.commands._secrets"}
 
 
 def test_every_module_help_line_is_the_one_the_parser_lists() -> None:

@@ -33,6 +33,20 @@ class RecordOut(_Closed):
     status: str
 
 
+class SecretScan(_Closed):
+    scanned: bool = Field(
+        description="false when the secrets extra is not installed: nothing was scanned"
+    )
+    detector: str
+    version: str | None
+    plugins: list[str] = Field(description="the detect-secrets plugins that ran")
+    unavailable: str | None = Field(description="why nothing was scanned, when it was not")
+    waived: list[dict[str, Any]] = Field(
+        description="hits that policies/secret-waivers.yml waives: part, path, blob, line, "
+        "kind, waiver, reason (never the secret)"
+    )
+
+
 class BuildOut(_Closed):
     id: str
     commit: str
@@ -48,6 +62,9 @@ class BuildOut(_Closed):
     text: str = Field(description="what the text content holds: json or markdown (render)")
     record: RecordOut | None
     warnings: list[dict[str, Any]] = Field(description="reads_overlap and the like; never a gate")
+    secret_scan: SecretScan = Field(
+        description="the secret scan every part passed before the capsule was made"
+    )
 
 
 class CapsuleRef(_Closed):
@@ -123,12 +140,19 @@ class CheckedPacket(_Closed):
     path: str
     ok: bool
     failures: list[dict[str, Any]]
+    secrets_waived: list[dict[str, Any]] = Field(
+        description="secret-scan hits policies/secret-waivers.yml waives (never the secret)"
+    )
 
 
 class CheckOut(_Closed):
     at: str
     ok: bool
     exit_code: int
+    secret_scan: dict[str, Any] | None = Field(
+        description="the secret scan's detector: scanned (false without the secrets extra), "
+        "detector, version, plugins, unavailable; null when no packet got that far"
+    )
     packets: list[CheckedPacket]
 
 
@@ -204,3 +228,7 @@ class AuditOut(_Closed):
         "(identical, drift, error or waived), code, message, differences, waiver"
     )
     waivers: list[dict[str, Any]]
+    secret_scan: dict[str, Any] | None = Field(
+        description="the detector that scanned each record replaying identically "
+        "(record_secret: what it refuses today); scanned false without the secrets extra"
+    )

@@ -297,17 +297,21 @@ def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) ->
         if all
         else list(dict.fromkeys(packet_file(ws, p) for p in packets or []))
     )
-    results = check_packets(snapshot, names)
+    scans: dict[str, dict[str, Any] | None] = {}
+    results = check_packets(snapshot, names, scans=scans)
     failures = [f for name in names for f in results[name]]
+    scanned = next((scan for scan in scans.values() if scan is not None), None)
     return {
         "at": snapshot.commit_id,
         "ok": not failures,
         "exit_code": exit_code(failures),
+        "secret_scan": {k: v for k, v in scanned.items() if k != "waived"} if scanned else None,
         "packets": [
             {
                 "path": name,
                 "ok": not results[name],
                 "failures": [f.to_json() for f in results[name]],
+                "secrets_waived": (scans[name] or {}).get("waived", []),
             }
             for name in names
         ],

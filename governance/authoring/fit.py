@@ -108,7 +108,8 @@ class BudgetFit:
         )
         self.overlay.put(self.draft.context_path, self.draft.context_text().encode("utf-8"))
         self.builds += 1
-        return build_capsule(self.overlay, self.draft.packet_path)
+        # Sizes only: the scan is the real build's, of the packet written.
+        return build_capsule(self.overlay, self.draft.packet_path, scan_secrets=False)
 
     def _read_json(self, doc: Doc) -> int:
         """Bytes the builder's JSON of ``doc`` takes in ``reads`` (exact: the hashes

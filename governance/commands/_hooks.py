@@ -10,6 +10,7 @@ from typing import Any
 
 from governance.commands._args import Parser
 from governance.commands._boundary import end_process, run_guarded
+from governance.commands._secrets import unscanned_line
 from governance.core.words import plural
 from governance.output import err, out
 
@@ -41,6 +42,12 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
         for failure in reported:
             out(failure.line())
         sys.stdout.flush()
+        if guard != "records" and report.checked:
+            from governance.core.secretscan import detector  # noqa: PLC0415 (loaded by the builds)
+
+            unavailable = detector().unavailable
+            if unavailable is not None:
+                err(unscanned_line(name, "the packets were", unavailable))
         if report.failures:
             failing = len({f.path for f in report.failures})
             err(

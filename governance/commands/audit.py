@@ -205,6 +205,7 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from governance.commands._secrets import unscanned_line  # noqa: PLC0415 (--help imports the command alone)
     from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
     from governance.history.audit import audit  # noqa: PLC0415 (defers pygit2, PyYAML, json)
     from governance.history.walk import limit_git_memory  # noqa: PLC0415 (defers pygit2)
@@ -254,6 +255,9 @@ def run(args: argparse.Namespace) -> int:
     if where.tip is None:
         err("capsule: no commits, no records: HEAD has no commits yet")
         return 0
+    scan = report.secret_scan
+    if scan is not None and not scan["scanned"] and report.rows:
+        err(unscanned_line("capsule", "the records were", scan["unavailable"]))
     index, count = report.shard
     counts = report.counts
     scope = f" (shard {index}/{count} of {report.blobs_in_range} record blobs)" if count > 1 else ""

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from governance.commands._args import add_command, add_json_flag
+from governance.commands._secrets import scan_lines
 from governance.core.words import plural
 from governance.output import err, print_json, write_atomic
 
@@ -115,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     for warning in built.warnings:
         err(f"capsule: warning [reads_overlap]: {packet_path}: {warning.message}")
+    scan_lines(packet_path, built.secret_scan)
     err(
         f"capsule: built {built.packet.id} at {built.document['commit'][:12]}: "
         f"{plural(len(built.excerpts), 'read')}, {len(built.data):,} bytes, "

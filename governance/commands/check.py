@@ -46,6 +46,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from governance.commands._secrets import scan_lines, unscanned_line  # noqa: PLC0415 (--help imports the command alone)
     from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
     from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
     from governance.guards.check import check_packets, exit_code, find_packets, once  # noqa: PLC0415 (defers pygit2)
@@ -63,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
         # Each named once, in the order given.
         packets = list(dict.fromkeys(repo_relative(repo, p) for p in args.packets))
     warnings: dict[str, list[Overlap]] = {}
-    results = check_packets(snapshot, packets, warnings)
+    scans: dict[str, dict[str, Any] | None] = {}
+    results = check_packets(snapshot, packets, warnings, scans)
+    # The detector is the same for every packet; only the hits waived differ.
+    scanned = next((scan for scan in scans.values() if scan is not None), None)
     failures = [f for packet in packets for f in results[packet]]
     code = exit_code(failures)
     reported = once(failures)
@@ -75,12 +79,16 @@ def run(args: argparse.Namespace) -> int:
                 "staged": args.staged,
                 "ok": not failures,
                 "exit_code": code,
+                "secret_scan": (
+                    {k: v for k, v in scanned.items() if k != "waived"} if scanned else None
+                ),
                 "packets": [
                     {
                         "path": packet,
                         "ok": not results[packet],
                         "failures": [f.to_json() for f in results[packet]],
                         "warnings": [w.to_json() for w in warnings[packet]],
+                        "secrets_waived": (scans[packet] or {}).get("waived", []),
                     }
                     for packet in packets
                 ],
@@ -94,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
     for packet in packets:
         for warning in warnings[packet]:
             err(f"{packet}: {warning.first}: reads_overlap: {warning.message}")
+    if scanned is not None and not scanned["scanned"]:
+        err(unscanned_line("capsule", "the packets were", scanned["unavailable"]))
+    for packet in packets:
+        if scanned is not None and scanned["scanned"]:
+            scan_lines(packet, scans[packet])
     failing = sum(1 for packet in packets if results[packet])
     if not packets:
         verdict = "no packets to check"

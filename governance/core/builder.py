@@ -27,6 +27,7 @@ from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
 from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
 from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target
+from governance.core.secretscan import WHOLE, Scan
 from governance.core.snapshot import Snapshot, Source
 from governance.core.wholefile import WholeFile, parsed_policy, policy_json, read_whole
 from governance.errors import CapsuleError, SourceError, UsageError
@@ -45,6 +46,11 @@ class Built:
     # Makes the plain document the bytes serialise, when first asked for: a
     # replay that rebuilds its record's bytes never asks.
     assemble: Callable[[], dict[str, Any]] = field(repr=False, compare=False)
+    # What the secret scan said (``Scan.status``); None when the build did not
+    # scan (a replay: a record's bytes are history).
+    secret_scan: dict[str, Any] | None = field(default=None, compare=False)
+    # The packet and context files, whole: what audit's scan of a record reads.
+    files: tuple[WholeFile, ...] = field(default=(), repr=False, compare=False)
 
     @cached_property
     def document(self) -> dict[str, Any]:
@@ -79,6 +85,7 @@ class Built:
             "hard_limit_tokens": self.limits.hard_limit_tokens,
             "reserve_tokens": self.limits.reserve_tokens,
             "warnings": [w.to_json() for w in self.warnings],
+            "secret_scan": self.secret_scan,
         }
 
 
@@ -116,6 +123,8 @@ class _Failures:
         self._found: list[tuple[int, int, CapsuleError]] = []
         # Every read selected, for the overlap warnings of a check.
         self.excerpts: list[Excerpt] = []
+        # The secret scan, once its waivers are read.
+        self.scan: Scan | None = None
 
     def add(self, error: CapsuleError, rank: int = 0) -> None:
         if not self.collect:
@@ -132,8 +141,11 @@ class _Failures:
         return self._found[0][2] if self._found else None
 
 
-def build_capsule(snapshot: Snapshot, packet_path: str) -> Built:
-    built = _build(snapshot, packet_path, _Failures(collect=False))
+def build_capsule(snapshot: Snapshot, packet_path: str, *, scan_secrets: bool = True) -> Built:
+    """The capsule of ``packet_path`` at ``snapshot``, or the first failure.
+    ``scan_secrets`` False leaves out the secret scan: replay rebuilds a
+    record's bytes as history has them, and suggest's fit only asks sizes."""
+    built = _build(snapshot, packet_path, _Failures(collect=False), scan_secrets=scan_secrets)
     assert built is not None  # without collecting, every failure raises
     return built
 
@@ -143,6 +155,7 @@ class Checked:
     errors: list[CapsuleError]  # in packet order
     first: CapsuleError | None  # the one build would raise
     warnings: list[Overlap]  # among the reads that could be selected
+    secret_scan: dict[str, Any] | None = None  # Scan.status, once the scan could start
 
 
 def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
@@ -154,15 +167,18 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
     judged before any selection is read); and its warnings."""
     failures = _Failures(collect=True)
     try:
-        _build(snapshot, packet_path, failures)
+        _build(snapshot, packet_path, failures, scan_secrets=True)
     except CapsuleError as exc:
         failures.add(exc)
     from governance.core.overlap import overlaps  # noqa: PLC0415 (a replay never asks)
 
-    return Checked(failures.errors, failures.first, overlaps(failures.excerpts))
+    scan = failures.scan.status() if failures.scan is not None else None
+    return Checked(failures.errors, failures.first, overlaps(failures.excerpts), scan)
 
 
-def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built | None:
+def _build(
+    snapshot: Snapshot, packet_path: str, failures: _Failures, *, scan_secrets: bool
+) -> Built | None:
     check_path(packet_path)
     if packet_id_of(packet_path) is None:
         raise UsageError(
@@ -196,11 +212,26 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         )
         if packet.target_tokens is not None:
             check_packet_target(policy, packet.target_tokens, path=packet_path)
+    scan: Scan | None = None
+    if scan_secrets:
+        try:
+            scan = failures.scan = Scan(snapshot)
+        except CapsuleError as exc:
+            failures.add(exc)
+    if scan is not None:
+        refused = scan.check(packet_path, packet_file.source, WHOLE, lambda: packet_file.text)
+        if refused is not None:
+            failures.add(refused)
     context_file: WholeFile | None = None
     try:
         context_file = read_whole(snapshot, packet.context_path, policy=policy)
     except CapsuleError as exc:
         failures.add(exc)
+    if scan is not None and context_file is not None:
+        context_text = context_file.text
+        refused = scan.check(packet.context_path, context_file.source, WHOLE, lambda: context_text)
+        if refused is not None:
+            failures.add(refused)
 
     if len(packet.required_reads) > policy.max_required_reads:
         failures.add(
@@ -257,6 +288,9 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         return narrowing(exc, limits, excerpts, snapshot, read_locators=packet.required_reads)
 
     excerpts: list[Excerpt] = []
+    # A selection of more characters than the hard limit's bytes (the estimate
+    # is ceil(bytes / 3)) fits no capsule: never worth a scan.
+    scan_limit = 3 * limits.hard_limit_tokens
     if not limits.fits(lower):
         try:
             budget.check(limits, lower, floor, at_least=True)
@@ -277,6 +311,13 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         except CapsuleError as exc:
             failures.add(exc, rank)
             continue
+        if scan is not None and len(excerpt.text) <= scan_limit:
+            # A selection too large for any capsule is over budget, and never scanned.
+            refused = scan.check(
+                selector.locator, source, selector.locator, _text(excerpt), excerpt.first_line
+            )
+            if refused is not None:
+                failures.add(refused, rank)
         excerpts.append(excerpt)
         if over_budget:
             continue
@@ -359,4 +400,10 @@ def _build(snapshot: Snapshot, packet_path: str, failures: _Failures) -> Built |
         limits=limits,
         excerpts=reads,
         assemble=document,
+        secret_scan=scan.status() if scan is not None else None,
+        files=(packet_file, context),
     )
+
+
+def _text(excerpt: Excerpt) -> Callable[[], str]:
+    return lambda: excerpt.text

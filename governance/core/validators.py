@@ -2660,6 +2660,94 @@ _POLICY_9_C = {
     "max_heading_source_bytes": _policy_8,
 }
 
+# --- secret-waivers (secret-waivers.schema.json)
+
+
+def _secret_waivers_6(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if _SECRET_WAIVERS_7_C.search(x) is None:
+        return False
+    return True
+
+
+def _secret_waivers_8(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 1:
+        return False
+    return True
+
+
+def _secret_waivers_9(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    if len(x) > 4096:
+        return False
+    return True
+
+
+def _secret_waivers_10(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    if len(x) > 2000:
+        return False
+    if _SECRET_WAIVERS_11_C.search(x) is None:
+        return False
+    return True
+
+
+def _secret_waivers_4(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _SECRET_WAIVERS_5_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _SECRET_WAIVERS_12_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _secret_waivers_3(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    if len(x) > 1000:
+        return False
+    for item in x:
+        if not _secret_waivers_4(item):
+            return False
+    return True
+
+
+def _secret_waivers_1(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _SECRET_WAIVERS_2_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _SECRET_WAIVERS_13_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+_SECRET_WAIVERS_2_C = frozenset(["waivers"])
+_SECRET_WAIVERS_5_C = frozenset(["blob", "line", "reason"])
+_SECRET_WAIVERS_7_C = re.compile("^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_SECRET_WAIVERS_11_C = re.compile("\\S")
+_SECRET_WAIVERS_12_C = {
+    "blob": _secret_waivers_6,
+    "line": _secret_waivers_8,
+    "path": _secret_waivers_9,
+    "reason": _secret_waivers_10,
+}
+_SECRET_WAIVERS_13_C = {"waivers": _secret_waivers_3}
+
 
 VALIDATORS: dict[str, Callable[[Any], bool]] = {
     "audit-waivers": _audit_waivers_1,
@@ -2669,6 +2757,7 @@ VALIDATORS: dict[str, Callable[[Any], bool]] = {
     "continuation-verdict-1": _continuation_verdict_1_1,
     "packet": _packet_1,
     "policy": _policy_1,
+    "secret-waivers": _secret_waivers_1,
 }
 
 

@@ -23,6 +23,7 @@ from governance.core.capsule import (
 )
 from governance.core.locator import parse_locator
 from governance.core.overlap import Overlap
+from governance.core.secret_waivers import SECRET_WAIVERS_PATH
 from governance.core.snapshot import MODE_EXEC, MODE_FILE, Snapshot
 from governance.core.words import plural
 from governance.errors import (
@@ -36,6 +37,9 @@ from governance.errors import (
     CapsuleError,
     advice,
 )
+
+# The files every packet's build reads: the policy, and the secret scan's waivers.
+EVERY_PACKET = frozenset({POLICY_PATH, SECRET_WAIVERS_PATH})
 
 # When the file at fault is not a required read but a file the build itself
 # needs, "update the locator" is no advice: say what fits that file.
@@ -163,16 +167,16 @@ def once(failures: Sequence[Failure]) -> list[Failure]:
     """The failures to print: a failure of the policy itself (every packet is
     built under it) is the same for every packet checked, and is printed once,
     against the policy, saying how many packets it fails."""
-    shared = Counter((f.code, f.message) for f in failures if f.locator == POLICY_PATH)
+    shared = Counter((f.code, f.message) for f in failures if f.locator in EVERY_PACKET)
     out: list[Failure] = []
     done: set[tuple[str, str]] = set()
     for failure in failures:
         key = (failure.code, failure.message)
-        if failure.locator != POLICY_PATH or shared[key] < 2:
+        if failure.locator not in EVERY_PACKET or shared[key] < 2:
             out.append(failure)
         elif key not in done:
             done.add(key)
-            out.append(replace(failure, path=POLICY_PATH, packets=shared[key]))
+            out.append(replace(failure, path=failure.locator, packets=shared[key]))
     return out
 
 
@@ -217,9 +221,12 @@ def check_packets(
     snapshot: Snapshot,
     packets: Iterable[str],
     warnings: dict[str, list[Overlap]] | None = None,
+    scans: dict[str, dict[str, Any] | None] | None = None,
 ) -> dict[str, list[Failure]]:
     """Every failure of each packet (an empty list when it builds), in order;
-    each packet's overlapping reads go into ``warnings`` when it is given."""
+    each packet's overlapping reads go into ``warnings``, and what its secret
+    scan said (``Scan.status``, None where it could not start) into
+    ``scans``, when they are given."""
     from governance.core.builder import check_report  # noqa: PLC0415 (defers PyYAML, json)
 
     results = {}
@@ -230,6 +237,8 @@ def check_packets(
         ]
         if warnings is not None:
             warnings[packet] = checked.warnings
+        if scans is not None:
+            scans[packet] = checked.secret_scan
     return results
 
 
@@ -263,7 +272,7 @@ class ReverseIndex:
 
     def affected(self, changed: Iterable[str]) -> list[str]:
         changed = set(changed)
-        if POLICY_PATH in changed:
+        if changed & EVERY_PACKET:
             return list(self.packets)
         hit = set(self.unknown)
         for path in changed:

@@ -16,7 +16,9 @@ from typing import Any
 
 import pygit2
 
-from governance.errors import WAIVER_AT_TIP, WAIVER_UNUSED
+from governance.core.secret_waivers import SecretWaivers, read_secret_waivers_at
+from governance.core.secretscan import DISTRIBUTION, SHOWN, Finding, detector
+from governance.errors import RECORD_SECRET, WAIVER_AT_TIP, WAIVER_UNUSED
 from governance.history.globs import PathGlobs
 from governance.history.pool import (
     Item,
@@ -70,6 +72,8 @@ class Row:
     message: str
     differences: tuple[Difference, ...]
     waiver: str | None = None  # the reason, when a waiver turned drift or error into WAIVED
+    # record_secret: what today's secret scan refuses in the record's parts.
+    secrets: tuple[Finding, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,7 +86,27 @@ class Row:
             "message": self.message,
             "differences": [d.to_json() for d in self.differences],
             "waiver": self.waiver,
+            "secrets": [finding.to_json() for finding in self.secrets],
         }
+
+
+def secret_row(found: Row, findings: Sequence[Finding], waivers: SecretWaivers) -> Row:
+    """``found`` (a record that replays identically) as an error,
+    ``record_secret``, when the scan finds what no secret waiver accepts in
+    its parts: it would be refused if it were built today."""
+    refused = tuple(f for f in findings if waivers.find(f.path, f.blob, f.line) is None)
+    if found.result != IDENTICAL or not refused:
+        return found
+    parts = list(dict.fromkeys(f"{f.part} line {f.line} ({f.kind})" for f in refused))
+    shown = ", ".join(parts[:SHOWN])
+    if len(parts) > SHOWN:
+        shown += f" and {len(parts) - SHOWN:,} more"
+    message = (
+        f"replays identically, but {DISTRIBUTION} reports "
+        f"{'a secret' if len(refused) == 1 else 'secrets'} in it: {shown}; a build would be "
+        "refused today (source_secret)"
+    )
+    return replace(found, result=ERROR, code=RECORD_SECRET, message=message, secrets=refused)
 
 
 def row(version: Version, verdict: Verdict) -> Row:
@@ -115,10 +139,13 @@ def rows(
     versions: Sequence[Version],
     items: Sequence[Item],
     outcomes: Sequence[BlobOutcome],
+    secret_waivers: SecretWaivers | None = None,
 ) -> list[Row]:
     """The table, in the order versions were found; versions whose item is not
     among ``items`` (another shard's) are left out. Each version is judged by
-    the record rules with the commit that introduced it as its history."""
+    the record rules with the commit that introduced it as its history, and a
+    record that passes them by what the secret scan finds in it
+    (``secret_row``, with ``secret_waivers``)."""
     by_item = {
         (item.blob_id, item.regular): outcome for item, outcome in zip(items, outcomes, strict=True)
     }
@@ -128,7 +155,10 @@ def rows(
         if outcome is None:
             continue
         verdict = judge(repo, outcome, version.path, introduced_by(version.introduced))
-        out.append(row(version, verdict))
+        found = row(version, verdict)
+        if outcome.secrets:
+            found = secret_row(found, outcome.secrets, secret_waivers or SecretWaivers())
+        out.append(found)
     return out
 
 
@@ -221,6 +251,8 @@ class AuditReport:
     blobs: int  # distinct record blobs of this shard
     rows: tuple[Row, ...]
     waivers: tuple[WaiverUse, ...] = ()
+    # The secret scan's detector (``Detector.status`` without waived hits).
+    secret_scan: dict[str, Any] | None = None
 
     @property
     def unused_waivers(self) -> list[WaiverUse]:
@@ -265,6 +297,7 @@ class AuditReport:
             "ok": self.ok,
             "results": [r.to_json() for r in self.rows],
             "waivers": [use.to_json() for use in self.waivers],
+            "secret_scan": self.secret_scan,
         }
 
 
@@ -295,6 +328,9 @@ def audit(
     # Before any replay: a malformed waiver file stops the audit early. For
     # A..B they are the base's: a pull request cannot waive its own records.
     waivers = read_waivers(repo, waivers_commit(where.tip, where.hidden))
+    secret_waivers = read_secret_waivers_at(repo, waivers_commit(where.tip, where.hidden))
+    # Loaded before any fork, so every replay process has the detector.
+    scan = detector()
     refused = at_tip(repo, waivers, found.versions, where.tip) if where.tip else frozenset()
     everything = work_items(found.versions)
     index, count = shard_of
@@ -312,7 +348,8 @@ def audit(
     ran: list[int] = []
     outcomes = replay_items(repo, items, jobs=jobs, progress=done, started=ran.append)
     usable = [waiver for waiver in waivers if waiver.index not in refused]
-    table = [waive(row, usable) for row in rows(repo, found.versions, items, outcomes)]
+    found_rows = rows(repo, found.versions, items, outcomes, secret_waivers)
+    table = [waive(row, usable) for row in found_rows]
     uses = waiver_uses(repo, waivers, found.versions, where, globs, refused=refused)
     return AuditReport(
         where,
@@ -324,4 +361,5 @@ def audit(
         len(items),
         tuple(table),
         tuple(uses),
+        {k: v for k, v in scan.status().items() if k != "waived"},
     )

@@ -69,7 +69,7 @@ class Replayer:
             source = Source(item.path, item.blob_id, item.mode)
             return read_record_blob(self.repo, source, commit_where(item.introduced[0]))
 
-        return judge_blob(self.repo, read, cache=self.cache)
+        return judge_blob(self.repo, read, cache=self.cache, scan=True)
 
 
 # One Replayer (repository and cache) per worker process, set by the pool's initializer.

@@ -37,6 +37,7 @@ import pygit2
 
 from governance.core import canonical
 from governance.core.hashing import sha256_hex
+from governance.core.secretscan import Finding, built_findings
 from governance.core.snapshot import (
     MODE_EXEC,
     MODE_FILE,
@@ -72,6 +73,7 @@ from governance.history.replay import (
 )
 
 if TYPE_CHECKING:
+    from governance.core.builder import Built
     from governance.core.cache import BlobCache
 
 # A record larger than this is refused unread, ``record_too_large``. capsule/1
@@ -218,10 +220,13 @@ class BlobOutcome:
     differences: tuple[Difference, ...] = ()
     sha256: str | None = None
     rebuilt_sha256: str | None = None
+    # Audit only, of a record that replays identically: what the secret scan
+    # finds in its parts today, before any waiver (never the secrets).
+    secrets: tuple[Finding, ...] = ()
 
 
 def _judge_blob(
-    repo: pygit2.Repository, read: Callable[[], bytes], cache: BlobCache | None
+    repo: pygit2.Repository, read: Callable[[], bytes], cache: BlobCache | None, scan: bool
 ) -> BlobOutcome:
     try:
         data = read()
@@ -232,8 +237,16 @@ def _judge_blob(
     # (the builder's bytes are), so the strict parse has nothing left to refuse.
     shortcut = rebuilds_identically(repo, data, cache)
     if shortcut is not None:
-        declared, packet_id = shortcut
-        return BlobOutcome(None, None, declared, packet_id, sha256=digest, rebuilt_sha256=digest)
+        declared, built = shortcut
+        return BlobOutcome(
+            None,
+            None,
+            declared,
+            built.packet.id,
+            sha256=digest,
+            rebuilt_sha256=digest,
+            secrets=_scanned(built, cache) if scan else (),
+        )
     try:
         document = canonical.loads(data, what="capsule")
     except CapsuleError as exc:
@@ -256,20 +269,33 @@ def _judge_blob(
         return BlobOutcome(Rule.REPLAY, exc, declared, packet_id, sha256=digest)
     rebuilt = sha256_hex(replayed.rebuilt)
     if replayed.identical:
-        return BlobOutcome(None, None, declared, packet_id, (), digest, rebuilt)
+        assert replayed.built is not None
+        found = _scanned(replayed.built, cache) if scan else ()
+        return BlobOutcome(None, None, declared, packet_id, (), digest, rebuilt, found)
     return BlobOutcome(
         Rule.REPLAY, None, declared, packet_id, replayed.differences, digest, rebuilt
     )
 
 
+def _scanned(built: Built, cache: BlobCache | None) -> tuple[Finding, ...]:
+    from governance.core.cache import BlobCache  # noqa: PLC0415 (only without a cache)
+
+    return built_findings(built, cache if cache is not None else BlobCache())
+
+
 def judge_blob(
-    repo: pygit2.Repository, read: Callable[[], bytes], *, cache: BlobCache | None = None
+    repo: pygit2.Repository,
+    read: Callable[[], bytes],
+    *,
+    cache: BlobCache | None = None,
+    scan: bool = False,
 ) -> BlobOutcome:
-    """Rules 1, 2, 4 and 6 for the blob ``read`` returns. Whatever git says while
-    judging it (a corrupt object, an id this repository cannot hold) is that
-    record's ``git_error``, never the end of an audit or a hook."""
+    """Rules 1, 2, 4 and 6 for the blob ``read`` returns; with ``scan`` (audit),
+    the secret scan's findings in a record that replays identically. Whatever
+    git says while judging it (a corrupt object, an id this repository cannot
+    hold) is that record's ``git_error``, never the end of an audit or a hook."""
     try:
-        return _judge_blob(repo, read, cache)
+        return _judge_blob(repo, read, cache, scan)
     except pygit2.GitError as exc:
         error = coded(exc)
         assert error is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pygit2
@@ -20,6 +20,7 @@ from governance.core.snapshot import Snapshot, commit_tree
 from governance.errors import CapsuleError, SourceError
 
 if TYPE_CHECKING:
+    from governance.core.builder import Built
     from governance.core.cache import BlobCache
     from governance.core.reader import CapsuleFile
 
@@ -43,6 +44,7 @@ class ReplayResult:
     capsule: CapsuleFile
     rebuilt: bytes
     differences: tuple[Difference, ...]
+    built: Built | None = field(default=None, repr=False, compare=False)
 
     @property
     def identical(self) -> bool:
@@ -102,17 +104,19 @@ def replay_capsule(
     obj = declared_commit(repo, capsule.commit)
     # No working tree: the snapshot reads git objects of that commit and nothing else.
     snapshot = Snapshot(repo=repo, tree=commit_tree(obj), commit_id=str(obj.id), cache=cache)
-    built = build_capsule(snapshot, capsule.document["packet"]["path"])
+    # No secret scan: a record's bytes are history (audit reports what today's
+    # scan would refuse, record_rules.secret_findings).
+    built = build_capsule(snapshot, capsule.document["packet"]["path"], scan_secrets=False)
     differences: tuple[Difference, ...] = ()
     if built.data != capsule.data:
         differences = tuple(diff_paths(capsule.document, built.document))
-    return ReplayResult(capsule=capsule, rebuilt=built.data, differences=differences)
+    return ReplayResult(capsule=capsule, rebuilt=built.data, differences=differences, built=built)
 
 
 def rebuilds_identically(
     repo: pygit2.Repository, data: bytes, cache: BlobCache | None
-) -> tuple[str, str] | None:
-    """The declared commit and the packet id when ``data`` is byte for byte what
+) -> tuple[str, Built] | None:
+    """The declared commit and the rebuild when ``data`` is byte for byte what
     the trusted capsule/1 builder makes from that commit; None otherwise.
 
     Such a record passes every pre-check by construction (the builder only
@@ -137,12 +141,12 @@ def rebuilds_identically(
     try:
         # commit_tree: a treeless clone lacks it; the full rules then say object_missing.
         snapshot = Snapshot(repo=repo, tree=commit_tree(found), commit_id=commit, cache=cache)
-        built = build_capsule(snapshot, packet_path)
+        built = build_capsule(snapshot, packet_path, scan_secrets=False)
     except (CapsuleError, pygit2.GitError):
         # Not the builder's bytes: the rules decide, in their order (git's error
         # in the rebuild comes after a pre-check that fails).
         return None
-    return (commit, built.packet.id) if built.data == data else None
+    return (commit, built) if built.data == data else None
 
 
 # Where a canonical capsule has its commit and packet path: "budget" (a flat
