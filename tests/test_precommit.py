@@ -9,7 +9,9 @@ into a virtualenv: that happens once per session, in a shared PRE_COMMIT_HOME.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import string
 import subprocess
 import sys
 import tomllib
@@ -160,6 +162,20 @@ def test_a_staged_heading_rename_fails_and_fixing_the_locator_passes(consumer) -
     done = run()
     assert done.returncode == 0, done.stdout + done.stderr
     assert "capsule packets still build" in done.stdout
+
+
+def test_a_staged_secret_is_refused_by_the_hook_as_installed(consumer) -> None:
+    # The hook's environment is what the manifest installs: detect-secrets
+    # comes with it (additional_dependencies), so the scan runs.
+    repo, run = consumer
+    key = "AKIA" + "".join(secrets.choice(string.ascii_uppercase + "234567") for _ in range(16))
+    repo.write("docs/notes.md", f"# Notes\n\naws_access_key_id = {key}\n")
+    repo.git("add", "docs/notes.md")
+    done = run()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "docs/notes.md: source_secret: line 3 (AWS Access Key)" in done.stdout
+    assert "secret_scan_unavailable" not in done.stdout + done.stderr
+    assert key not in done.stdout + done.stderr
 
 
 def test_a_staged_deletion_fails_though_pre_commit_passes_no_file(consumer) -> None:
