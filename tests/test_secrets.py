@@ -398,3 +398,18 @@ def test_without_the_extra_build_says_nothing_was_scanned(repo: Repo) -> None:
     assert checked.code == 0
     assert json.loads(checked.out)["secret_scan"]["scanned"] is False
     assert "[secret_scan_unavailable]" in checked.err
+
+
+def test_a_line_range_read_reports_the_files_line(cli, repo: Repo) -> None:
+    notes_with(repo, "Some notes.", "", f"token = {github_token()}", "after")
+    repo.write(PACKET, packet_yaml("P-1", ["docs/notes.md#L4-L6"]))
+    repo.commit("line range")
+    error = json.loads(cli(["build", PACKET, "--json"], cwd=repo.path).out)["error"]
+    assert (error["code"], error["locator"], error["lines"]) == (
+        "source_secret",
+        "docs/notes.md#L4-L6",
+        [5],
+    )
+    repo.write(PACKET, packet_yaml("P-1", ["docs/notes.md#L1-L4"]))
+    repo.commit("the lines before it")
+    assert cli(["build", PACKET], cwd=repo.path).code == 0
