@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,7 @@ from support.cgp_conformance import (
     EMBEDDING_FINGERPRINT,
     FRAME_VALIDITY,
     HANDSHAKE,
+    HOST_ID,
     KINDS_FILTER,
     MALFORMED,
     NO_FINGERPRINT,
@@ -38,14 +41,17 @@ from support.cgp_conformance import (
     SKIPPED,
     VERIFY_HONESTY,
     CheckResult,
+    check_anchor_relevance,
     check_budget,
     check_consent_scopes,
     check_frames,
+    embedding_probe,
     run_conformance,
+    sample_query,
     table,
     verify_provenance,
 )
-from support.cgp_host import HostError, decode_line
+from support.cgp_host import Connection, Host, HostError, decode_line
 from support.gitrepo import POLICY, Repo, git_env, packet_yaml
 
 # One run of the whole suite spawns the provider four times and queries it
@@ -95,16 +101,32 @@ def conformance_repo(path: Path, home: Path) -> Repo:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckResult]:
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """The argv of ``capsule cgp`` on the conformance repository, run with a
+    HOME of its own (the runner hands the provider PATH and HOME only)."""
     home = tmp_path_factory.mktemp("home")
     repo = conformance_repo(tmp_path_factory.mktemp("conformance") / "repo", home)
     with pytest.MonkeyPatch.context() as env:
-        # The runner hands the provider PATH and HOME only; HOME is ours.
         env.setenv("HOME", str(home))
-        checks = run_conformance(provider_argv(repo.path))
+        yield provider_argv(repo.path)
+
+
+@pytest.fixture(scope="module")
+def report(provider: list[str]) -> dict[str, CheckResult]:
+    checks = run_conformance(provider)
     print(table(checks))
     assert [c.name for c in checks] == list(CHECKS)  # the runner's checks, in its order
     return {c.name: c for c in checks}
+
+
+@pytest.fixture
+def host(provider: list[str]) -> Iterator[tuple[Host, dict[str, Any]]]:
+    """The provider registered as the runner registers it, and its capabilities."""
+    registry = Host()
+    try:
+        yield registry, registry.add_stdio(HOST_ID, provider).capabilities
+    finally:
+        registry.kill()
 
 
 def _passed(report: dict[str, CheckResult], name: str) -> str:
@@ -148,9 +170,33 @@ def test_kinds_filter(report: dict[str, CheckResult]) -> None:
     assert "kinds=[doc]" in _passed(report, KINDS_FILTER)
 
 
-def test_anchor_relevance(report: dict[str, CheckResult]) -> None:
-    # capsule cgp declares no graph (docs/cgp.md): the runner's skip for it.
-    assert report[ANCHOR_RELEVANCE] == CheckResult(ANCHOR_RELEVANCE, SKIPPED, NO_GRAPH)
+def test_anchor_relevance(
+    report: dict[str, CheckResult], host: tuple[Host, dict[str, Any]]
+) -> None:
+    # Skipped because capsule cgp declares no graph (docs/cgp.md), and for no
+    # other reason: the runner's rule, applied to the capabilities we declare.
+    registry, caps = host
+    assert caps["graph"] is False
+    skipped = CheckResult(ANCHOR_RELEVANCE, SKIPPED, NO_GRAPH)
+    assert check_anchor_relevance(registry, caps) == skipped
+    assert report[ANCHOR_RELEVANCE] == skipped
+
+
+def test_declaring_graph_would_pass_anchor_relevance_only_vacuously(
+    host: tuple[Host, dict[str, Any]],
+) -> None:
+    # Why graph stays undeclared: with graph declared, the runner would anchor
+    # on a frame's own uri and find that frame again, but the anchor does not
+    # move anything. Anchored on the second frame's uri, the answer is the
+    # unanchored one, the second frame still second (G3 not met). Implement
+    # anchor ranking, and this test tells you to revisit the declaration.
+    registry, _ = host
+    baseline = registry.query_provider(HOST_ID, sample_query())["frames"]
+    assert len(baseline) >= 2
+    assert baseline[0]["uri"] != baseline[1]["uri"]
+    assert not any(frame.get("relations") for frame in baseline)
+    anchored = registry.query_provider(HOST_ID, {**sample_query(), "anchors": [baseline[1]["uri"]]})
+    assert anchored["frames"] == baseline
 
 
 def test_provenance_fixture_consistency(report: dict[str, CheckResult]) -> None:
@@ -169,9 +215,17 @@ def test_malformed_input_tolerance(report: dict[str, CheckResult]) -> None:
     assert "with `bad_request` and stayed alive" in _passed(report, MALFORMED)
 
 
-def test_embedding_fingerprint(report: dict[str, CheckResult]) -> None:
-    # No embedding space is declared: the runner's skip for it.
+def test_embedding_fingerprint(report: dict[str, CheckResult], provider: list[str]) -> None:
+    # Skipped because no embedding space is declared: the runner's rule, on a
+    # connection of its own as the runner's probe opens one.
     expected = CheckResult(EMBEDDING_FINGERPRINT, SKIPPED, NO_FINGERPRINT)
+    connection = Connection(provider)
+    try:
+        _, caps = connection.handshake()
+        assert caps["embeddings_fingerprint"] is None
+        assert embedding_probe(connection, caps) == expected
+    finally:
+        connection.kill()
     assert report[EMBEDDING_FINGERPRINT] == expected
 
 
@@ -206,6 +260,8 @@ GOOD = {
         {"content": None},
         {"representation": "reference"},
         {"valid_from": "2026-02-29T00:00:00Z"},
+        {"valid_from": "\uff12\uff10\uff12\uff16-02-28T00:00:00Z"},  # digits, but not ASCII
+        {"valid_from": "2026-02-28T00:00:00.\u0661Z"},
         {"recorded_at": "2026-02-28T00:00:00+00:00"},
         {"content_digest": "sha256:" + "A" * 64},
         {"provenance": [{"type": "file", "uri": "file:///x"}]},
@@ -216,6 +272,19 @@ GOOD = {
 def test_frame_validity_fails_a_frame_the_runner_fails(broken: dict[str, object]) -> None:
     assert check_frames({"frames": [GOOD]})[0]
     assert not check_frames({"frames": [{**GOOD, **broken}]})[0]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"title": "\x1f"},  # Python's str.strip() drops it; Rust's trim() keeps it
+        {"citation_label": "\x1c"},
+        {"relations": [{"rel": "r", "target_uri": "\x1d", "display_name": "\x1e"}]},
+        {"valid_from": "2026-02-28T00:00:00.5Z"},
+    ],
+)
+def test_frame_validity_passes_a_frame_the_runner_passes(odd: dict[str, object]) -> None:
+    assert check_frames({"frames": [{**GOOD, **odd}]})[0]
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,19 @@ def sample_query() -> dict[str, Any]:
 # --- field rules of the reference types -------------------------------------------
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?Z")
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?Z"
+)
+
+# What Rust's str::trim strips (Unicode White_Space), where Python's str.strip
+# also strips the information separators U+001C-U+001F.
+_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+_WHITE_SPACE += "\u2028\u2029\u202f\u205f\u3000"
+
+
+def is_blank(text: str) -> bool:
+    """``text.trim().is_empty()`` as the reference types write it."""
+    return not text.strip(_WHITE_SPACE)
 
 
 def is_protocol_timestamp(text: str) -> bool:
@@ -145,10 +157,10 @@ def check_frames(result: dict[str, Any]) -> tuple[bool, str]:
     for i, frame in enumerate(frames):
         if not 0 <= frame["score"] <= 1:
             problems.append(f"frame[{i}] score {frame['score']} is outside [0,1]")
-        if not frame["title"].strip():
+        if is_blank(frame["title"]):
             problems.append(f"frame[{i}] has an empty title")
         label = frame.get("citation_label")
-        if not (isinstance(label, str) and label.strip()):
+        if not isinstance(label, str) or is_blank(label):
             problems.append(f"frame[{i}] is missing a citation_label (F3)")
         problem = _representation_problem(frame)
         if problem:
@@ -166,9 +178,9 @@ def check_frames(result: dict[str, Any]) -> tuple[bool, str]:
                     "missing or not `sha256:<64 lowercase hex>` (F5)"
                 )
         for index, edge in enumerate(frame.get("relations") or []):
-            if not (edge.get("display_name") or "").strip():
+            if is_blank(edge.get("display_name") or ""):
                 problems.append(f"frame[{i}] relation[{index}] has no display_name (G1)")
-            if not edge["target_uri"].strip():
+            if is_blank(edge["target_uri"]):
                 problems.append(f"frame[{i}] relation[{index}] has an empty target_uri (G2)")
     if problems:
         return False, "; ".join(problems)
@@ -578,7 +590,7 @@ def _malformed(connection: Connection, caps: dict[str, Any]) -> CheckResult:
     return CheckResult(MALFORMED, FAIL, f"unexpected `{reply['type']}` reply to a valid query")
 
 
-def _embedding(connection: Connection, caps: dict[str, Any]) -> CheckResult:
+def embedding_probe(connection: Connection, caps: dict[str, Any]) -> CheckResult:
     fingerprint = caps.get("embeddings_fingerprint")
     if fingerprint is None:
         return CheckResult(EMBEDDING_FINGERPRINT, SKIPPED, NO_FINGERPRINT)
@@ -648,7 +660,7 @@ def run_conformance(argv: Sequence[str]) -> list[CheckResult]:
             checks += [CheckResult(n, SKIPPED, "handshake failed") for n in skipped]
         else:
             info, caps = provider.info, provider.capabilities
-            if not info["name"].strip() or not info["version"].strip():
+            if is_blank(info["name"]) or is_blank(info["version"]):
                 checks.append(
                     CheckResult(
                         HANDSHAKE,
@@ -672,7 +684,7 @@ def run_conformance(argv: Sequence[str]) -> list[CheckResult]:
     finally:
         host.kill()
     checks.append(_probe(MALFORMED, argv, _malformed))
-    checks.append(_probe(EMBEDDING_FINGERPRINT, argv, _embedding))
+    checks.append(_probe(EMBEDDING_FINGERPRINT, argv, embedding_probe))
     checks.append(_probe(CORRELATION, argv, _correlation))
     return checks
 
