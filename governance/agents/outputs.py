@@ -83,11 +83,32 @@ class PartOut(_Closed):
     current: dict[str, Any]
 
 
+class SignatureOut(_Closed):
+    record: str = Field(description="the record path these bytes belong at")
+    status: str = Field(
+        description="signed, unsigned, bad_signature, unknown_signer, signer_expired, "
+        "signer_revoked, signature_backdated; error when the check could not run (code)"
+    )
+    code: str | None = Field(description="an error's code (signers_malformed, ...), else null")
+    message: str
+    principal: str | None = Field(description="who signed, when signed or known")
+    key: str | None = Field(description="the signing key's SHA256 fingerprint")
+    signature_introduced: str | None = Field(description="the commit that brought the .sig in")
+    trusted: str = Field(description="HEAD: the commit whose allowed signers were used")
+
+
+_SIGNATURE = (
+    "the signature status of these exact bytes as the record committed at HEAD, by the rules "
+    "of audit --require-signatures at HEAD; null when HEAD has no policies/allowed_signers"
+)
+
+
 class VerifyOut(_Closed):
     capsule: CapsuleRef
     at: str
     ok: bool
     parts: list[PartOut]
+    signature: SignatureOut | None = Field(description=_SIGNATURE)
 
 
 class StatusCounts(_Closed):
@@ -134,6 +155,7 @@ class ReplayOut(_Closed):
     identical: bool
     rebuilt_sha256: str
     differences: list[DifferenceOut]
+    signature: SignatureOut | None = Field(description=_SIGNATURE)
 
 
 class CheckedPacket(_Closed):

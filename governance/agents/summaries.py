@@ -42,7 +42,20 @@ def verify_text(value: dict[str, Any]) -> str:
         f"{value['capsule']['id']} built at {value['capsule']['commit'][:12]}, verified at "
         f"{value['at'][:12]}: {verdict}"
     )
-    return "\n".join(lines)
+    return "\n".join(lines + signature_lines(value["signature"]))
+
+
+def signature_lines(signature: dict[str, Any] | None) -> list[str]:
+    """``signature: signed by alice@example.org (record ...)``; none without signers."""
+    if signature is None:
+        return []
+    if signature["status"] == "signed":
+        said = f"signed by {signature['principal']}"
+    elif signature["code"] is not None:
+        said = f"not checked: {signature['code']}: {signature['message']}"
+    else:
+        said = f"{signature['status']}: {signature['message']}"
+    return [printable(f"signature: {said} (record {signature['record']})")]
 
 
 def status_text(value: dict[str, Any]) -> str:
@@ -57,10 +70,13 @@ def status_text(value: dict[str, Any]) -> str:
 def replay_text(value: dict[str, Any]) -> str:
     ref = value["capsule"]
     if value["identical"]:
-        return printable(f"identical: {ref['id']} at {ref['commit'][:12]} rebuilds byte for byte")
-    lines = [printable(f"different: {ref['id']} at {ref['commit'][:12]}, these fields differ:")]
-    lines += [printable(f"  {d['path']}") for d in value["differences"]]
-    return "\n".join(lines)
+        lines = [
+            printable(f"identical: {ref['id']} at {ref['commit'][:12]} rebuilds byte for byte")
+        ]
+    else:
+        lines = [printable(f"different: {ref['id']} at {ref['commit'][:12]}, these fields differ:")]
+        lines += [printable(f"  {d['path']}") for d in value["differences"]]
+    return "\n".join(lines + signature_lines(value["signature"]))
 
 
 def check_text(value: dict[str, Any]) -> str:

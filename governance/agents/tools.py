@@ -150,6 +150,15 @@ def _identity(where: str, capsule: CapsuleFile) -> dict[str, Any]:
     }
 
 
+def _signature(ws: Workspace, read: CapsuleFile) -> dict[str, Any] | None:
+    """The signature status of these bytes as the record at HEAD; None when
+    HEAD has no policies/allowed_signers."""
+    from governance.history.record_signature import record_signature  # noqa: PLC0415 (defers subprocess)
+
+    found = record_signature(ws.repo, read.data, str(read.document["id"]), read.commit)
+    return None if found is None else found.to_json()
+
+
 def list_packets(ws: Workspace) -> dict[str, Any]:
     """Every packets/<ID>/packet.yml committed at HEAD."""
     snapshot = Snapshot.at(ws.repo, "HEAD", check_worktree=False)
@@ -221,6 +230,7 @@ def verify(
         "at": snapshot.commit_id,
         "ok": all(r.status == UNCHANGED for r in results),
         "parts": [r.to_json() for r in results],
+        "signature": _signature(ws, read),
     }
 
 
@@ -248,6 +258,7 @@ def replay(ws: Workspace, capsule: str | None = None, path: str | None = None) -
         "identical": result.identical,
         "rebuilt_sha256": sha256_hex(result.rebuilt),
         "differences": [d.to_json() for d in result.differences],
+        "signature": _signature(ws, read),
     }
 
 
