@@ -21,6 +21,7 @@ import pygit2
 from governance import __version__
 from governance.agents import cgp_frames
 from governance.agents.cgp_goal import goal_frames, goal_verdict, is_goal_frame
+from governance.agents.cgp_records import record_entries
 from governance.core.snapshot import Snapshot
 from governance.errors import CapsuleError, coded
 
@@ -217,7 +218,12 @@ class Session:
         candidates: list[dict[str, Any]] = []
         if packets:
             for packet in dict.fromkeys(packets):
-                candidates += cgp_frames.packet_frames(self.repo, snapshot, packet)
+                served = cgp_frames.packet_frames(self.repo, snapshot, packet)
+                # What became of the packet's record at HEAD, on each frame.
+                entries = record_entries(self.repo, packet, cache=snapshot.cache)
+                for each in served:
+                    each["provenance"] += [dict(entry) for entry in entries]
+                candidates += served
         else:
             # No packet anchor: the sections capsule suggest proposes for the goal.
             candidates = goal_frames(self.repo, snapshot, goal)

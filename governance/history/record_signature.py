@@ -12,12 +12,13 @@ there is nothing to judge by, and no status.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pygit2
 
+from governance.core.hashing import sha256_hex
 from governance.core.snapshot import Snapshot
 from governance.errors import SOURCE_MISSING, UNSIGNED, CapsuleError, SourceError
 from governance.history.ranges import parse_range
@@ -40,6 +41,7 @@ class RecordSignature:
     key: str | None = None
     introduced: str | None = None  # the commit that brought the .sig in
     code: str | None = None
+    signature_sha256: str | None = None  # of the .sig at HEAD, when there is one
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,7 +75,7 @@ def lists_signers(snapshot: Snapshot) -> bool:
 
 
 def _judge(
-    repo: pygit2.Repository, head: Snapshot, path: str, data: bytes, commit: str
+    repo: pygit2.Repository, head: Snapshot, path: str, data: bytes, commit: str | None
 ) -> RecordSignature:
     at = head.commit_id
     record = _committed(head, path)
@@ -104,14 +106,25 @@ def record_signature(
 ) -> RecordSignature | None:
     """The signature status of ``data`` (a capsule of ``packet_id`` built at
     ``commit``) as the record at HEAD; None when HEAD lists no signers."""
+    return signature_at(repo, data, expected_path(packet_id, commit), commit)
+
+
+def signature_at(
+    repo: pygit2.Repository, data: bytes, path: str, commit: str | None
+) -> RecordSignature | None:
+    """The signature status of ``data`` as the record at ``path`` at HEAD,
+    built at ``commit`` (None: not known, as for a record that cannot be
+    read); None when HEAD lists no signers."""
     if repo.head_is_unborn:
         return None
     head = Snapshot.at(repo, "HEAD", check_worktree=False)
-    path = expected_path(packet_id, commit)
     try:
         if not lists_signers(head):
             return None
         found = _judge(repo, head, path, data, commit)
+        signature = _committed(head, signature_path(path))
     except CapsuleError as exc:
         return RecordSignature(path, head.commit_id, ERROR, exc.message, code=exc.code)
-    return found
+    if signature is None:
+        return found
+    return replace(found, signature_sha256=sha256_hex(signature[1]))

@@ -216,6 +216,28 @@ def status(
     return StatusReport(snapshot.commit_id, all_records, len(paths), rows)
 
 
+def packet_record(
+    repo: pygit2.Repository, packet: str, *, cache: BlobCache | None = None
+) -> tuple[RecordStatus, bytes | None] | None:
+    """The newest record of the packet folder ``packet`` at HEAD, as
+    ``status`` picks and judges it, and its bytes (None: not a readable
+    file); None when the packet has no record there."""
+    if repo.head_is_unborn:
+        return None
+    snapshot = Snapshot.at(repo, "HEAD", check_worktree=False)
+    snapshot.cache = cache if cache is not None else BlobCache()
+    paths = [path for path in records_in(snapshot.tree) if _packet_of(path) == packet]
+    if not paths:
+        return None
+    positions = recency(repo, snapshot.commit_id, paths)
+    row = _judge(snapshot, _newest_first(paths, positions)[0], positions)
+    try:
+        data: bytes | None = read_record(snapshot, record_source(snapshot, row.path))
+    except (CapsuleError, pygit2.GitError):
+        data = None
+    return row, data
+
+
 # --- the report in words, for the command line and the MCP tool ---------------------
 
 
