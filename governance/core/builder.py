@@ -23,6 +23,7 @@ from governance.core.capsule import (
     packet_id_of,
 )
 from governance.core.excerpt import Excerpt, check_heading_source, excerpt_of
+from governance.core.failures import Failures
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
 from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
@@ -113,39 +114,11 @@ def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     return costs
 
 
-class _Failures:
-    """Where the builder's failures go. ``build`` stops at the first one;
-    ``check`` keeps going wherever the remaining steps still make sense, and
-    reports them in packet order (``rank``), not in the order it met them."""
-
-    def __init__(self, *, collect: bool) -> None:
-        self.collect = collect
-        self._found: list[tuple[int, int, CapsuleError]] = []
-        # Every read selected, for the overlap warnings of a check.
-        self.excerpts: list[Excerpt] = []
-        # The secret scan, once its waivers are read.
-        self.scan: Scan | None = None
-
-    def add(self, error: CapsuleError, rank: int = 0) -> None:
-        if not self.collect:
-            raise error
-        self._found.append((rank, len(self._found), error))
-
-    @property
-    def errors(self) -> list[CapsuleError]:
-        return [error for _, _, error in sorted(self._found, key=lambda f: f[:2])]
-
-    @property
-    def first(self) -> CapsuleError | None:
-        """The failure met first: the one ``build`` raises."""
-        return self._found[0][2] if self._found else None
-
-
 def build_capsule(snapshot: Snapshot, packet_path: str, *, scan_secrets: bool = True) -> Built:
     """The capsule of ``packet_path`` at ``snapshot``, or the first failure.
     ``scan_secrets`` False leaves out the secret scan: replay rebuilds a
     record's bytes as history has them, and suggest's fit only asks sizes."""
-    built = _build(snapshot, packet_path, _Failures(collect=False), scan_secrets=scan_secrets)
+    built = _build(snapshot, packet_path, Failures(collect=False), scan_secrets=scan_secrets)
     assert built is not None  # without collecting, every failure raises
     return built
 
@@ -165,7 +138,7 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
     nothing else can be checked without it); the one ``build`` would raise,
     the first met, not always the first listed (the budget's lower bound is
     judged before any selection is read); and its warnings."""
-    failures = _Failures(collect=True)
+    failures = Failures(collect=True)
     try:
         _build(snapshot, packet_path, failures, scan_secrets=True)
     except CapsuleError as exc:
@@ -177,7 +150,7 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
 
 
 def _build(
-    snapshot: Snapshot, packet_path: str, failures: _Failures, *, scan_secrets: bool
+    snapshot: Snapshot, packet_path: str, failures: Failures, *, scan_secrets: bool
 ) -> Built | None:
     check_path(packet_path)
     if packet_id_of(packet_path) is None:
@@ -219,9 +192,7 @@ def _build(
         except CapsuleError as exc:
             failures.add(exc)
     if scan is not None:
-        refused = scan.check(packet_path, packet_file.source, WHOLE, lambda: packet_file.text)
-        if refused is not None:
-            failures.add(refused)
+        failures.add(scan.check(packet_path, packet_file.source, WHOLE, lambda: packet_file.text))
     context_file: WholeFile | None = None
     try:
         context_file = read_whole(snapshot, packet.context_path, policy=policy)
@@ -229,9 +200,8 @@ def _build(
         failures.add(exc)
     if scan is not None and context_file is not None:
         context_text = context_file.text
-        refused = scan.check(packet.context_path, context_file.source, WHOLE, lambda: context_text)
-        if refused is not None:
-            failures.add(refused)
+        context_source = context_file.source
+        failures.add(scan.check(packet.context_path, context_source, WHOLE, lambda: context_text))
 
     if len(packet.required_reads) > policy.max_required_reads:
         failures.add(
@@ -313,11 +283,10 @@ def _build(
             continue
         if scan is not None and len(excerpt.text) <= scan_limit:
             # A selection too large for any capsule is over budget, and never scanned.
-            refused = scan.check(
+            found = scan.check(
                 selector.locator, source, selector.locator, _text(excerpt), excerpt.first_line
             )
-            if refused is not None:
-                failures.add(refused, rank)
+            failures.add(found, rank)
         excerpts.append(excerpt)
         if over_budget:
             continue
