@@ -30,6 +30,7 @@ from governance.cli import main
 from governance.errors import REGISTRY
 from support.cgp_session import assert_valid
 from support.gitrepo import POLICY, ROADMAP, Repo, isolated, packet_yaml
+from support.mcp import TOOLS
 
 pytestmark = pytest.mark.slow
 
@@ -136,17 +137,6 @@ def run_json(where: Path, argv: list[str]) -> tuple[int, dict[str, Any]]:
 
 # --- MCP -----------------------------------------------------------------------------------
 
-TOOLS = [
-    "capsule_list_packets",
-    "capsule_outline",
-    "capsule_suggest",
-    "capsule_build",
-    "capsule_verify",
-    "capsule_status",
-    "capsule_replay",
-    "capsule_check",
-    "capsule_audit",
-]
 KEYS = ["path", "packet", "packets", "at", "goal", "capsule", "all", "record", "spec", "paths",
         "exact_tokens", "render", "max_reads", "target_tokens"]  # fmt: skip
 
@@ -316,14 +306,6 @@ def test_fuzz_packet_and_policy_build_or_refuse_with_a_code(
         assert document["schema"] == "capsule/1"
 
 
-def _genuine(shared: Repo, tmp: Path) -> dict[str, Any]:
-    target = tmp / "genuine.json"
-    if not target.exists():
-        assert run_json(shared.path, ["build", PACKET, "-o", str(target)])[0] == 0
-    loaded: dict[str, Any] = json.loads(target.read_bytes())
-    return loaded
-
-
 def _edit(document: Any, path: list[int], value: Any) -> Any:
     """``document`` with the node that ``path`` picks (each step an index into
     the keys or items there) replaced by ``value``."""
@@ -342,7 +324,19 @@ edits = st.tuples(st.lists(st.integers(0, 50), max_size=4), anything)
 
 @pytest.fixture(scope="module")
 def genuine(shared: Repo, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _genuine(shared, tmp_path_factory.mktemp("genuine"))
+    target = tmp_path_factory.mktemp("genuine") / "genuine.json"
+    assert run_json(shared.path, ["build", PACKET, "-o", str(target)])[0] == 0
+    loaded: dict[str, Any] = json.loads(target.read_bytes())
+    return loaded
+
+
+def _forged(genuine: dict[str, Any], changes: list[tuple[list[int], Any]], target: Path) -> Path:
+    """``genuine`` with each change applied, written to ``target``."""
+    document: Any = genuine
+    for path, value in changes:
+        document = _edit(document, path, value)
+    target.write_bytes(dumped(document))
+    return target
 
 
 @settings(max_examples=examples(30))
@@ -351,11 +345,7 @@ def test_fuzz_capsule_verify_answers_with_a_code(
     shared: Repo, genuine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
     changes: list[tuple[list[int], Any]],
 ) -> None:  # fmt: skip
-    document: Any = genuine
-    for path, value in changes:
-        document = _edit(document, path, value)
-    target = tmp_path_factory.mktemp("verify") / "capsule.json"
-    target.write_bytes(dumped(document))
+    target = _forged(genuine, changes, tmp_path_factory.mktemp("verify") / "capsule.json")
     code, result = run_json(shared.path, ["verify", str(target)])
     if code in (0, 1):
         assert "status" in json.dumps(result)
@@ -367,10 +357,6 @@ def test_fuzz_record_replay_answers_with_a_code(
     shared: Repo, genuine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
     changes: list[tuple[list[int], Any]],
 ) -> None:  # fmt: skip
-    document: Any = genuine
-    for path, value in changes:
-        document = _edit(document, path, value)
-    target = tmp_path_factory.mktemp("replay") / "record.json"
-    target.write_bytes(dumped(document))
+    target = _forged(genuine, changes, tmp_path_factory.mktemp("replay") / "record.json")
     code, result = run_json(shared.path, ["replay", str(target)])
     assert code != 1 or result, result

@@ -25,18 +25,8 @@ from governance.core.hashing import sha256_hex
 from governance.core.reader import read_capsule
 from support.gitrepo import Repo, Result, packet_yaml
 from support.history import forge_target, forge_whole_read, git, make_history
+from support.mcp import TOOLS
 
-TOOLS = {
-    "capsule_list_packets",
-    "capsule_outline",
-    "capsule_suggest",
-    "capsule_build",
-    "capsule_verify",
-    "capsule_status",
-    "capsule_replay",
-    "capsule_check",
-    "capsule_audit",
-}
 P1 = "packets/P-1/packet.yml"
 
 
@@ -95,7 +85,7 @@ def test_tools_list_titles_descriptions_closed_strict_inputs_declared_outputs(re
         return await client.list_tools()
 
     listed = talk(repo, body).tools
-    assert {t.name for t in listed} == TOOLS
+    assert {t.name for t in listed} == set(TOOLS)
     for tool in listed:
         assert tool.title, tool.name
         assert "Call it" in tool.description, tool.name
@@ -717,7 +707,7 @@ def test_end_to_end_over_stdio_as_registered(repo: Repo) -> None:
             return listed, built, verified, refused
 
     listed, built, verified, refused = anyio.run(main)
-    assert {t.name for t in listed.tools} == TOOLS
+    assert {t.name for t in listed.tools} == set(TOOLS)
     assert not built.is_error
     assert built.structured_content["commit"] == repo.head()
     assert verified.structured_content["ok"] is True

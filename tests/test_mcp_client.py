@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from support.gitrepo import Repo, Result, packet_yaml
+from support.mcp import TOOLS
 
 pytestmark = pytest.mark.integration
 
@@ -104,17 +105,7 @@ def test_the_handshake_and_the_tool_list(repo: Repo) -> None:
     listed, prompts = report["steps"]
     assert prompts["error"]["code"] == -32601
     tools = listed["result"]["tools"]
-    assert [t["name"] for t in tools] == [
-        "capsule_list_packets",
-        "capsule_build",
-        "capsule_outline",
-        "capsule_suggest",
-        "capsule_verify",
-        "capsule_status",
-        "capsule_replay",
-        "capsule_check",
-        "capsule_audit",
-    ]
+    assert [t["name"] for t in tools] == list(TOOLS)
     for entry in tools:
         assert entry["title"]
         assert entry["annotations"]["readOnlyHint"] is True
