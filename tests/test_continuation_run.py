@@ -1473,6 +1473,9 @@ system = args[args.index("-s") + 1]
 if args[0] != "prompt" or hashlib.sha256(system.encode()).hexdigest() != "PROMPT_SHA256":
     sys.exit(f"the adapter did not send the continuation prompt: {system[-40:]!r}")
 capsule = json.loads(sys.stdin.read())
+read = capsule["reads"][0]
+quoted = {"locator": read["locator"], "lines": [read["lines"][0]] * 2,
+          "quote": read["text"].splitlines()[0]}
 answer = {
     "schema": "continuation-result/1",
     "agent": {"id": "the model"},
@@ -1481,7 +1484,7 @@ answer = {
     "decision": "continue",
     "rationale": "The packet and phase 2 say what to do.",
     "next_action": "Start phase 2.",
-    "citations": [capsule["reads"][0]["locator"]],
+    "citations": [read["locator"], quoted],
 }
 text = json.dumps(answer, indent=2)
 if os.environ.get("FAKE_LLM_ANSWER") == "duplicate-key":
@@ -1529,6 +1532,9 @@ def test_documented_llm_adapter(cli, capsule: Path, adapter: str, tmp_path: Path
     assert [r["agent"]["id"] for r in results] == ["llm:fake-model:a", "llm:fake-model:b"]
     assert all(f"prompt sha256 {prompt.sha256()}" in r["agent"]["runtime"] for r in results)
     assert all(r["capsule_sha256"] == verdict["capsule"]["sha256"] for r in results)
+    # The adapter names the result's version; the model's quote is checked.
+    assert all(r["schema"] == "continuation-result/2" for r in results)
+    assert "every quote is in its part's lines" in reason(verdict, 6)
 
 
 def test_documented_llm_adapter_refuses_a_duplicate_key(

@@ -200,7 +200,7 @@ def test_endless_result_file_is_refused(cli, capsule: Path, tmp_path: Path) -> N
         ({"citations": []}, "$.citations"),
         ({"capsule_sha256": "ABC"}, "$.capsule_sha256"),
         ({"agent": {"id": "x", "model": "y"}}, "$.agent"),
-        ({"schema": "continuation-result/2"}, "$.schema"),
+        ({"schema": "continuation-result/3"}, "$.schema"),
         ({"blockers": ["Nobody owns phase 2."]}, "$.blockers"),
         (
             {"decision": "blocked", "blockers": ["Nobody owns phase 2."]},
@@ -355,7 +355,7 @@ def test_prompt_prints_the_fixed_text(cli) -> None:
     result = cli(["continuation", "prompt"])
     assert result.code == 0
     assert result.out == prompt.TEXT
-    assert result.out.startswith("continuation-prompt/2\n")
+    assert result.out.startswith("continuation-prompt/3\n")
 
 
 def test_prompt_json_carries_its_hash(cli) -> None:
@@ -380,7 +380,7 @@ def test_prompt_describes_every_result_field(cli) -> None:
 def test_verdict_records_the_prompt_hash(cli, capsule: Path, tmp_path: Path) -> None:
     _, verdict = pair(cli, capsule, tmp_path, honest(capsule, "a"), honest(capsule, "b"))
     assert verdict["prompt"] == {
-        "version": "continuation-prompt/2",
+        "version": "continuation-prompt/3",
         "sha256": sha256_hex(prompt.TEXT.encode()),
     }
 

@@ -84,6 +84,24 @@ def _seeds() -> list[tuple[str, Any]]:
             },
         )
     )
+    seeds.append(
+        (
+            "continuation-result-2",
+            {
+                "schema": "continuation-result/2",
+                "agent": {"id": "agent-a"},
+                "prior_context": False,
+                "capsule_sha256": "0" * 64,
+                "decision": "blocked",
+                "rationale": "Nobody owns phase 2.",
+                "blockers": ["An owner for phase 2."],
+                "citations": [
+                    "packets/P-1/packet.yml",
+                    {"locator": "docs/roadmap.md#phase-2", "lines": [11, 11], "quote": "Second"},
+                ],
+            },
+        )
+    )
     return seeds
 
 

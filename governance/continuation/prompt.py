@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from governance.core.hashing import sha256_hex
 
-VERSION = "continuation-prompt/2"
+VERSION = "continuation-prompt/3"
 
 TEXT = f"""\
 {VERSION}
@@ -41,9 +41,9 @@ not hold, you are blocked.
 
 What to return
 Return exactly one JSON object and nothing else: no prose before or after it,
-no code fence. Its form is continuation-result/1, with these keys and no
+no code fence. Its form is continuation-result/2, with these keys and no
 others:
-- "schema": "continuation-result/1"
+- "schema": "continuation-result/2"
 - "agent": {{"id": a name for you, distinct from any other agent given the
   same capsule; "runtime": optional, the model or tool you run on}}
 - "prior_context": false when this capsule is all you were given about this
@@ -56,9 +56,18 @@ others:
   left out when you are blocked
 - "blockers": a non-empty list of what blocks the work; required when you are
   blocked, and left out when you continue
-- "citations": a non-empty list of the locators you relied on, each copied
-  exactly from the capsule: the "path" of "packet" or of "context", or the
-  "locator" of one of the "reads"
+- "citations": a non-empty list of what you relied on. Each names a part of
+  the capsule by its locator, copied exactly from the capsule: the "path" of
+  "packet" or of "context", or the "locator" of one of the "reads". Quote
+  what your decision rests on: give a citation as an object
+  {{"locator": the locator, "lines": [first, last], "quote": the exact text}},
+  where "quote" is copied character for character from that part's "text"
+  (a phrase, a sentence or whole lines; never reworded, never shortened
+  inside) and "lines" are the line numbers it is on. The packet's and the
+  context's lines count from 1; a read's "text" starts at the first of its
+  "lines". A citation may also be the locator alone, as a string, when there
+  is nothing to quote. Every quote is checked against the capsule: one that
+  is not there, exactly, on those lines, fails your result.
 
 The program that runs you may set "schema", "agent" and "capsule_sha256"
 itself, because it knows them; it does not change any other key.

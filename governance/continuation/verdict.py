@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from governance.continuation import prompt
+from governance.continuation import citations, prompt
 from governance.continuation.result import parse_result
 from governance.core.hashing import sha256_hex
 from governance.core.reader import CapsuleFile
@@ -24,6 +24,11 @@ from governance.core.words import listed
 from governance.errors import MalformedInput
 
 RESULT_SCHEMA = "continuation-result/1"
+# Both versions are read; a result names its own (an unknown one is judged by /1's).
+RESULT_SCHEMAS = {
+    "continuation-result/1": "continuation-result-1",
+    "continuation-result/2": "continuation-result-2",
+}
 VERDICT_SCHEMA = "continuation-verdict/1"
 
 
@@ -187,14 +192,14 @@ class Verdict:
 
 
 def citable_parts(capsule: CapsuleFile) -> tuple[str, ...]:
-    """Every locator a result may cite: the packet and context paths (both are
-    in the capsule whole) and each read's locator, exactly as recorded. A path
-    whose read is one heading's section is not citable as the whole file: the
-    agent never saw the rest of it."""
-    document = capsule.document
-    parts = [document["packet"]["path"], document["context"]["path"]]
-    parts += [read["locator"] for read in document["reads"]]
-    return tuple(dict.fromkeys(parts))
+    """Every locator a result may cite (``citations.parts``), in capsule order."""
+    return tuple(citations.parts(capsule))
+
+
+def _versions(valid: Mapping[str, dict[str, Any]]) -> str:
+    # "continuation-result/1", or "continuation-result/1 and /2" for a mixed pair.
+    found = sorted({str(value["schema"]) for value in valid.values()}) or [RESULT_SCHEMA]
+    return found[0] + "".join(f" and /{v.rsplit('/', 1)[1]}" for v in found[1:])
 
 
 def slot_name(index: int) -> str:
@@ -294,15 +299,14 @@ def evaluate(
     invalid: list[str] = []
     for slot, value in objects.items():
         try:
-            schema_validate(
-                value, "continuation-result-1", what=f"result {slot}", code="result_invalid"
-            )
+            name = RESULT_SCHEMAS.get(str(value.get("schema")), "continuation-result-1")
+            schema_validate(value, name, what=f"result {slot}", code="result_invalid")
         except MalformedInput as exc:
             invalid.append(_schema_reason(slot, exc))
         else:
             valid[slot] = value
     checks.append(
-        _scoped(2, valid, pair, invalid, f"both results are valid {RESULT_SCHEMA} documents")
+        _scoped(2, valid, pair, invalid, f"both results are valid {_versions(valid)} documents")
     )
     complete = pair and len(valid) == 2
 
@@ -354,25 +358,10 @@ def evaluate(
         )
     )
 
-    # (6) Every citation names a part of this capsule.
-    parts = citable_parts(capsule)
-    uncited: list[str] = []
-    for slot, value in valid.items():
-        foreign = [_quote(c) for c in dict.fromkeys(value["citations"]) if c not in parts]
-        if foreign:
-            uncited.append(
-                f"{slot} cites {_listing(foreign)}, not a part of this capsule "
-                f"(citable: {_listing(parts)})"
-            )
-    checks.append(
-        _scoped(
-            6,
-            valid,
-            complete,
-            uncited,
-            f"every citation names one of the capsule's {len(parts)} citable parts",
-        )
-    )
+    # (6) Every citation names a part of this capsule; every quote is in its lines.
+    cited = citations.judge(capsule, valid, shown=_quote, listing=_listing)
+    held = citations.held(len(citations.parts(capsule)), cited.quotes)
+    checks.append(_scoped(6, valid, complete, cited.violations, held))
 
     # (7) The decisions agree.
     check = _pairwise(7, valid)

@@ -1763,6 +1763,304 @@ _CONTINUATION_RESULT_1_38_C = {
     "next_action": _continuation_result_1_37,
 }
 
+# --- continuation-result-2 (continuation-result-2.schema.json)
+
+
+def _continuation_result_2_3(x: Any) -> bool:
+    if not _same(x, "continuation-result/2"):
+        return False
+    return True
+
+
+def _continuation_result_2_7(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    if _CONTINUATION_RESULT_2_8_C.search(x) is None:
+        return False
+    return True
+
+
+def _continuation_result_2_6(x: Any) -> bool:
+    if not _continuation_result_2_7(x):
+        return False
+    if type(x) is str:
+        if len(x) > 200:
+            return False
+    return True
+
+
+def _continuation_result_2_9(x: Any) -> bool:
+    if not _continuation_result_2_7(x):
+        return False
+    if type(x) is str:
+        if len(x) > 500:
+            return False
+    return True
+
+
+def _continuation_result_2_4(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_RESULT_2_5_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_RESULT_2_10_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _continuation_result_2_11(x: Any) -> bool:
+    if type(x) is not bool:
+        return False
+    return True
+
+
+def _continuation_result_2_12(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 64:
+        return False
+    if len(x) > 64:
+        return False
+    if _CONTINUATION_RESULT_2_13_C.search(x) is None:
+        return False
+    return True
+
+
+def _continuation_result_2_14(x: Any) -> bool:
+    if not any(_same(x, option) for option in _CONTINUATION_RESULT_2_15_C):
+        return False
+    return True
+
+
+def _continuation_result_2_16(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    for item in x:
+        if not _continuation_result_2_7(item):
+            return False
+    return True
+
+
+def _continuation_result_2_19(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    return True
+
+
+def _continuation_result_2_22(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    return True
+
+
+def _continuation_result_2_24(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 1:
+        return False
+    return True
+
+
+def _continuation_result_2_23(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    if len(x) < 2:
+        return False
+    if len(x) > 2:
+        return False
+    for item in x:
+        if not _continuation_result_2_24(item):
+            return False
+    return True
+
+
+def _continuation_result_2_20(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_RESULT_2_21_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_RESULT_2_25_C.get(key)
+        if not (check or _never)(value):
+            return False
+    return True
+
+
+def _continuation_result_2_18(x: Any) -> bool:
+    if (
+        sum(
+            1
+            for check in (
+                _continuation_result_2_19,
+                _continuation_result_2_20,
+            )
+            if check(x)
+        )
+        != 1
+    ):
+        return False
+    return True
+
+
+def _continuation_result_2_17(x: Any) -> bool:
+    if type(x) is not list:
+        return False
+    if len(x) < 1:
+        return False
+    for item in x:
+        if not _continuation_result_2_18(item):
+            return False
+    return True
+
+
+def _continuation_result_2_30(x: Any) -> bool:
+    if not _same(x, "continue"):
+        return False
+    return True
+
+
+def _continuation_result_2_28(x: Any) -> bool:
+    if type(x) is dict:
+        if not _CONTINUATION_RESULT_2_29_C <= x.keys():
+            return False
+        for key, value in x.items():
+            check = _CONTINUATION_RESULT_2_31_C.get(key)
+            if check is not None and not check(value):
+                return False
+    return True
+
+
+def _continuation_result_2_34(x: Any) -> bool:
+    if _always(x):
+        return False
+    return True
+
+
+def _continuation_result_2_32(x: Any) -> bool:
+    if type(x) is dict:
+        if not _CONTINUATION_RESULT_2_33_C <= x.keys():
+            return False
+        for key, value in x.items():
+            check = _CONTINUATION_RESULT_2_35_C.get(key)
+            if check is not None and not check(value):
+                return False
+    return True
+
+
+def _continuation_result_2_27(x: Any) -> bool:
+    if not (_continuation_result_2_32(x) if _continuation_result_2_28(x) else _always(x)):
+        return False
+    return True
+
+
+def _continuation_result_2_39(x: Any) -> bool:
+    if not _same(x, "blocked"):
+        return False
+    return True
+
+
+def _continuation_result_2_37(x: Any) -> bool:
+    if type(x) is dict:
+        if not _CONTINUATION_RESULT_2_38_C <= x.keys():
+            return False
+        for key, value in x.items():
+            check = _CONTINUATION_RESULT_2_40_C.get(key)
+            if check is not None and not check(value):
+                return False
+    return True
+
+
+def _continuation_result_2_43(x: Any) -> bool:
+    if type(x) is list:
+        if len(x) < 1:
+            return False
+    return True
+
+
+def _continuation_result_2_44(x: Any) -> bool:
+    if _always(x):
+        return False
+    return True
+
+
+def _continuation_result_2_41(x: Any) -> bool:
+    if type(x) is dict:
+        if not _CONTINUATION_RESULT_2_42_C <= x.keys():
+            return False
+        for key, value in x.items():
+            check = _CONTINUATION_RESULT_2_45_C.get(key)
+            if check is not None and not check(value):
+                return False
+    return True
+
+
+def _continuation_result_2_36(x: Any) -> bool:
+    if not (_continuation_result_2_41(x) if _continuation_result_2_37(x) else _always(x)):
+        return False
+    return True
+
+
+def _continuation_result_2_1(x: Any) -> bool:
+    if type(x) is not dict:
+        return False
+    if not _CONTINUATION_RESULT_2_2_C <= x.keys():
+        return False
+    for key, value in x.items():
+        check = _CONTINUATION_RESULT_2_26_C.get(key)
+        if not (check or _never)(value):
+            return False
+    if not _continuation_result_2_27(x):
+        return False
+    if not _continuation_result_2_36(x):
+        return False
+    return True
+
+
+_CONTINUATION_RESULT_2_2_C = frozenset(
+    ["agent", "capsule_sha256", "citations", "decision", "prior_context", "rationale", "schema"]
+)
+_CONTINUATION_RESULT_2_5_C = frozenset(["id"])
+_CONTINUATION_RESULT_2_8_C = re.compile("\\S")
+_CONTINUATION_RESULT_2_10_C = {"id": _continuation_result_2_6, "runtime": _continuation_result_2_9}
+_CONTINUATION_RESULT_2_13_C = re.compile("^[0-9a-f]{64}$")
+_CONTINUATION_RESULT_2_15_C = ["continue", "blocked"]
+_CONTINUATION_RESULT_2_21_C = frozenset(["lines", "locator", "quote"])
+_CONTINUATION_RESULT_2_25_C = {
+    "locator": _continuation_result_2_22,
+    "lines": _continuation_result_2_23,
+    "quote": _continuation_result_2_7,
+}
+_CONTINUATION_RESULT_2_26_C = {
+    "schema": _continuation_result_2_3,
+    "agent": _continuation_result_2_4,
+    "prior_context": _continuation_result_2_11,
+    "capsule_sha256": _continuation_result_2_12,
+    "decision": _continuation_result_2_14,
+    "rationale": _continuation_result_2_7,
+    "next_action": _continuation_result_2_7,
+    "blockers": _continuation_result_2_16,
+    "citations": _continuation_result_2_17,
+}
+_CONTINUATION_RESULT_2_29_C = frozenset(["decision"])
+_CONTINUATION_RESULT_2_31_C = {"decision": _continuation_result_2_30}
+_CONTINUATION_RESULT_2_33_C = frozenset(["next_action"])
+_CONTINUATION_RESULT_2_35_C = {"blockers": _continuation_result_2_34}
+_CONTINUATION_RESULT_2_38_C = frozenset(["decision"])
+_CONTINUATION_RESULT_2_40_C = {"decision": _continuation_result_2_39}
+_CONTINUATION_RESULT_2_42_C = frozenset(["blockers"])
+_CONTINUATION_RESULT_2_45_C = {
+    "blockers": _continuation_result_2_43,
+    "next_action": _continuation_result_2_44,
+}
+
 # --- continuation-verdict-1 (continuation-verdict-1.schema.json)
 
 
@@ -1871,7 +2169,7 @@ def _continuation_verdict_1_9(x: Any) -> bool:
 
 
 def _continuation_verdict_1_22(x: Any) -> bool:
-    if not _same(x, "continuation-prompt/2"):
+    if not any(_same(x, option) for option in _CONTINUATION_VERDICT_1_23_C):
         return False
     return True
 
@@ -1882,17 +2180,9 @@ def _continuation_verdict_1_20(x: Any) -> bool:
     if not _CONTINUATION_VERDICT_1_21_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_VERDICT_1_23_C.get(key)
+        check = _CONTINUATION_VERDICT_1_24_C.get(key)
         if not (check or _never)(value):
             return False
-    return True
-
-
-def _continuation_verdict_1_27(x: Any) -> bool:
-    if type(x) is not str:
-        return False
-    if len(x) < 1:
-        return False
     return True
 
 
@@ -1904,18 +2194,26 @@ def _continuation_verdict_1_28(x: Any) -> bool:
     return True
 
 
-def _continuation_verdict_1_30(x: Any) -> bool:
+def _continuation_verdict_1_29(x: Any) -> bool:
+    if type(x) is not str:
+        return False
+    if len(x) < 1:
+        return False
+    return True
+
+
+def _continuation_verdict_1_31(x: Any) -> bool:
     if x is not None:
         return False
     return True
 
 
-def _continuation_verdict_1_29(x: Any) -> bool:
+def _continuation_verdict_1_30(x: Any) -> bool:
     if (
         sum(
             1
             for check in (
-                _continuation_verdict_1_30,
+                _continuation_verdict_1_31,
                 _continuation_verdict_1_12,
             )
             if check(x)
@@ -1926,52 +2224,52 @@ def _continuation_verdict_1_29(x: Any) -> bool:
     return True
 
 
-def _continuation_verdict_1_31(x: Any) -> bool:
+def _continuation_verdict_1_32(x: Any) -> bool:
     if not (type(x) is dict or x is None):
         return False
     return True
 
 
-def _continuation_verdict_1_25(x: Any) -> bool:
+def _continuation_verdict_1_26(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not _CONTINUATION_VERDICT_1_26_C <= x.keys():
+    if not _CONTINUATION_VERDICT_1_27_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_VERDICT_1_32_C.get(key)
+        check = _CONTINUATION_VERDICT_1_33_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
-def _continuation_verdict_1_24(x: Any) -> bool:
+def _continuation_verdict_1_25(x: Any) -> bool:
     if type(x) is not list:
         return False
     for item in x:
-        if not _continuation_verdict_1_25(item):
+        if not _continuation_verdict_1_26(item):
             return False
     return True
 
 
-def _continuation_verdict_1_37(x: Any) -> bool:
+def _continuation_verdict_1_38(x: Any) -> bool:
     if type(x) is not int:
         return False
     return True
 
 
-def _continuation_verdict_1_38(x: Any) -> bool:
+def _continuation_verdict_1_39(x: Any) -> bool:
     if type(x) is not str:
         return False
     return True
 
 
-def _continuation_verdict_1_39(x: Any) -> bool:
-    if not any(_same(x, option) for option in _CONTINUATION_VERDICT_1_40_C):
+def _continuation_verdict_1_40(x: Any) -> bool:
+    if not any(_same(x, option) for option in _CONTINUATION_VERDICT_1_41_C):
         return False
     return True
 
 
-def _continuation_verdict_1_41(x: Any) -> bool:
+def _continuation_verdict_1_42(x: Any) -> bool:
     if type(x) is not str:
         return False
     if len(x) < 1:
@@ -1979,180 +2277,180 @@ def _continuation_verdict_1_41(x: Any) -> bool:
     return True
 
 
-def _continuation_verdict_1_35(x: Any) -> bool:
+def _continuation_verdict_1_36(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not _CONTINUATION_VERDICT_1_36_C <= x.keys():
+    if not _CONTINUATION_VERDICT_1_37_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_VERDICT_1_42_C.get(key)
+        check = _CONTINUATION_VERDICT_1_43_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
-def _continuation_verdict_1_43(x: Any) -> bool:
+def _continuation_verdict_1_44(x: Any) -> bool:
     if not _same(x, 1):
         return False
     return True
 
 
-def _continuation_verdict_1_44(x: Any) -> bool:
+def _continuation_verdict_1_45(x: Any) -> bool:
     if not _same(x, "two_results"):
         return False
     return True
 
 
-def _continuation_verdict_1_34(x: Any) -> bool:
-    if not _continuation_verdict_1_35(x):
+def _continuation_verdict_1_35(x: Any) -> bool:
+    if not _continuation_verdict_1_36(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_45_C.get(key)
+            check = _CONTINUATION_VERDICT_1_46_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_47(x: Any) -> bool:
+def _continuation_verdict_1_48(x: Any) -> bool:
     if not _same(x, 2):
         return False
     return True
 
 
-def _continuation_verdict_1_48(x: Any) -> bool:
+def _continuation_verdict_1_49(x: Any) -> bool:
     if not _same(x, "schema_valid"):
         return False
     return True
 
 
-def _continuation_verdict_1_46(x: Any) -> bool:
-    if not _continuation_verdict_1_35(x):
+def _continuation_verdict_1_47(x: Any) -> bool:
+    if not _continuation_verdict_1_36(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_49_C.get(key)
+            check = _CONTINUATION_VERDICT_1_50_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_51(x: Any) -> bool:
+def _continuation_verdict_1_52(x: Any) -> bool:
     if not _same(x, 3):
         return False
     return True
 
 
-def _continuation_verdict_1_52(x: Any) -> bool:
+def _continuation_verdict_1_53(x: Any) -> bool:
     if not _same(x, "distinct_identities"):
         return False
     return True
 
 
-def _continuation_verdict_1_50(x: Any) -> bool:
-    if not _continuation_verdict_1_35(x):
+def _continuation_verdict_1_51(x: Any) -> bool:
+    if not _continuation_verdict_1_36(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_53_C.get(key)
+            check = _CONTINUATION_VERDICT_1_54_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_55(x: Any) -> bool:
+def _continuation_verdict_1_56(x: Any) -> bool:
     if not _same(x, 4):
         return False
     return True
 
 
-def _continuation_verdict_1_56(x: Any) -> bool:
+def _continuation_verdict_1_57(x: Any) -> bool:
     if not _same(x, "no_prior_context"):
         return False
     return True
 
 
-def _continuation_verdict_1_54(x: Any) -> bool:
-    if not _continuation_verdict_1_35(x):
+def _continuation_verdict_1_55(x: Any) -> bool:
+    if not _continuation_verdict_1_36(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_57_C.get(key)
+            check = _CONTINUATION_VERDICT_1_58_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_59(x: Any) -> bool:
+def _continuation_verdict_1_60(x: Any) -> bool:
     if not _same(x, 5):
         return False
     return True
 
 
-def _continuation_verdict_1_60(x: Any) -> bool:
+def _continuation_verdict_1_61(x: Any) -> bool:
     if not _same(x, "capsule_bound"):
         return False
     return True
 
 
-def _continuation_verdict_1_58(x: Any) -> bool:
-    if not _continuation_verdict_1_35(x):
+def _continuation_verdict_1_59(x: Any) -> bool:
+    if not _continuation_verdict_1_36(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_61_C.get(key)
+            check = _CONTINUATION_VERDICT_1_62_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_63(x: Any) -> bool:
+def _continuation_verdict_1_64(x: Any) -> bool:
     if not _same(x, 6):
         return False
     return True
 
 
-def _continuation_verdict_1_64(x: Any) -> bool:
+def _continuation_verdict_1_65(x: Any) -> bool:
     if not _same(x, "citations_in_capsule"):
         return False
     return True
 
 
-def _continuation_verdict_1_62(x: Any) -> bool:
-    if not _continuation_verdict_1_35(x):
+def _continuation_verdict_1_63(x: Any) -> bool:
+    if not _continuation_verdict_1_36(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_65_C.get(key)
+            check = _CONTINUATION_VERDICT_1_66_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_67(x: Any) -> bool:
+def _continuation_verdict_1_68(x: Any) -> bool:
     if not _same(x, 7):
         return False
     return True
 
 
-def _continuation_verdict_1_68(x: Any) -> bool:
+def _continuation_verdict_1_69(x: Any) -> bool:
     if not _same(x, "decisions_agree"):
         return False
     return True
 
 
-def _continuation_verdict_1_66(x: Any) -> bool:
-    if not _continuation_verdict_1_35(x):
+def _continuation_verdict_1_67(x: Any) -> bool:
+    if not _continuation_verdict_1_36(x):
         return False
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_69_C.get(key)
+            check = _CONTINUATION_VERDICT_1_70_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_33(x: Any) -> bool:
+def _continuation_verdict_1_34(x: Any) -> bool:
     if type(x) is not list:
         return False
     if len(x) < 7:
@@ -2161,13 +2459,13 @@ def _continuation_verdict_1_33(x: Any) -> bool:
         return False
     for check, item in zip(
         (
-            _continuation_verdict_1_34,
-            _continuation_verdict_1_46,
-            _continuation_verdict_1_50,
-            _continuation_verdict_1_54,
-            _continuation_verdict_1_58,
-            _continuation_verdict_1_62,
-            _continuation_verdict_1_66,
+            _continuation_verdict_1_35,
+            _continuation_verdict_1_47,
+            _continuation_verdict_1_51,
+            _continuation_verdict_1_55,
+            _continuation_verdict_1_59,
+            _continuation_verdict_1_63,
+            _continuation_verdict_1_67,
         ),
         x,
         strict=False,
@@ -2180,55 +2478,55 @@ def _continuation_verdict_1_33(x: Any) -> bool:
     return True
 
 
-def _continuation_verdict_1_72(x: Any) -> bool:
+def _continuation_verdict_1_73(x: Any) -> bool:
     if not _same(x, "agent_reported"):
         return False
     return True
 
 
-def _continuation_verdict_1_73(x: Any) -> bool:
-    if not any(_same(x, option) for option in _CONTINUATION_VERDICT_1_74_C):
+def _continuation_verdict_1_74(x: Any) -> bool:
+    if not any(_same(x, option) for option in _CONTINUATION_VERDICT_1_75_C):
         return False
     return True
 
 
-def _continuation_verdict_1_70(x: Any) -> bool:
+def _continuation_verdict_1_71(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not _CONTINUATION_VERDICT_1_71_C <= x.keys():
+    if not _CONTINUATION_VERDICT_1_72_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_VERDICT_1_75_C.get(key)
+        check = _CONTINUATION_VERDICT_1_76_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
-def _continuation_verdict_1_79(x: Any) -> bool:
+def _continuation_verdict_1_80(x: Any) -> bool:
     if not _same(x, "unattested"):
         return False
     return True
 
 
-def _continuation_verdict_1_77(x: Any) -> bool:
+def _continuation_verdict_1_78(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not _CONTINUATION_VERDICT_1_78_C <= x.keys():
+    if not _CONTINUATION_VERDICT_1_79_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_VERDICT_1_80_C.get(key)
+        check = _CONTINUATION_VERDICT_1_81_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
-def _continuation_verdict_1_83(x: Any) -> bool:
+def _continuation_verdict_1_84(x: Any) -> bool:
     if not _same(x, "runner_observed"):
         return False
     return True
 
 
-def _continuation_verdict_1_85(x: Any) -> bool:
+def _continuation_verdict_1_86(x: Any) -> bool:
     if type(x) is not str:
         return False
     if len(x) < 1:
@@ -2236,36 +2534,36 @@ def _continuation_verdict_1_85(x: Any) -> bool:
     return True
 
 
-def _continuation_verdict_1_84(x: Any) -> bool:
+def _continuation_verdict_1_85(x: Any) -> bool:
     if type(x) is not list:
         return False
     if len(x) < 1:
         return False
     for item in x:
-        if not _continuation_verdict_1_85(item):
+        if not _continuation_verdict_1_86(item):
             return False
     return True
 
 
-def _continuation_verdict_1_81(x: Any) -> bool:
+def _continuation_verdict_1_82(x: Any) -> bool:
     if type(x) is not dict:
         return False
-    if not _CONTINUATION_VERDICT_1_82_C <= x.keys():
+    if not _CONTINUATION_VERDICT_1_83_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_VERDICT_1_86_C.get(key)
+        check = _CONTINUATION_VERDICT_1_87_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
-def _continuation_verdict_1_76(x: Any) -> bool:
+def _continuation_verdict_1_77(x: Any) -> bool:
     if (
         sum(
             1
             for check in (
-                _continuation_verdict_1_77,
-                _continuation_verdict_1_81,
+                _continuation_verdict_1_78,
+                _continuation_verdict_1_82,
             )
             if check(x)
         )
@@ -2275,56 +2573,56 @@ def _continuation_verdict_1_76(x: Any) -> bool:
     return True
 
 
-def _continuation_verdict_1_90(x: Any) -> bool:
+def _continuation_verdict_1_91(x: Any) -> bool:
     if not _same(x, True):
         return False
     return True
 
 
-def _continuation_verdict_1_89(x: Any) -> bool:
+def _continuation_verdict_1_90(x: Any) -> bool:
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_91_C.get(key)
+            check = _CONTINUATION_VERDICT_1_92_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_93(x: Any) -> bool:
-    if not any(_same(x, option) for option in _CONTINUATION_VERDICT_1_94_C):
+def _continuation_verdict_1_94(x: Any) -> bool:
+    if not any(_same(x, option) for option in _CONTINUATION_VERDICT_1_95_C):
         return False
     return True
 
 
-def _continuation_verdict_1_92(x: Any) -> bool:
+def _continuation_verdict_1_93(x: Any) -> bool:
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_95_C.get(key)
+            check = _CONTINUATION_VERDICT_1_96_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_97(x: Any) -> bool:
+def _continuation_verdict_1_98(x: Any) -> bool:
     if not _same(x, None):
         return False
     return True
 
 
-def _continuation_verdict_1_96(x: Any) -> bool:
+def _continuation_verdict_1_97(x: Any) -> bool:
     if type(x) is dict:
         for key, value in x.items():
-            check = _CONTINUATION_VERDICT_1_98_C.get(key)
+            check = _CONTINUATION_VERDICT_1_99_C.get(key)
             if check is not None and not check(value):
                 return False
     return True
 
 
-def _continuation_verdict_1_88(x: Any) -> bool:
+def _continuation_verdict_1_89(x: Any) -> bool:
     if not (
-        _continuation_verdict_1_92(x)
-        if _continuation_verdict_1_89(x)
-        else _continuation_verdict_1_96(x)
+        _continuation_verdict_1_93(x)
+        if _continuation_verdict_1_90(x)
+        else _continuation_verdict_1_97(x)
     ):
         return False
     return True
@@ -2336,10 +2634,10 @@ def _continuation_verdict_1_1(x: Any) -> bool:
     if not _CONTINUATION_VERDICT_1_2_C <= x.keys():
         return False
     for key, value in x.items():
-        check = _CONTINUATION_VERDICT_1_87_C.get(key)
+        check = _CONTINUATION_VERDICT_1_88_C.get(key)
         if not (check or _never)(value):
             return False
-    if not _continuation_verdict_1_88(x):
+    if not _continuation_verdict_1_89(x):
         return False
     return True
 
@@ -2370,70 +2668,71 @@ _CONTINUATION_VERDICT_1_19_C = {
     "commit": _continuation_verdict_1_15,
 }
 _CONTINUATION_VERDICT_1_21_C = frozenset(["sha256", "version"])
-_CONTINUATION_VERDICT_1_23_C = {
+_CONTINUATION_VERDICT_1_23_C = ["continuation-prompt/2", "continuation-prompt/3"]
+_CONTINUATION_VERDICT_1_24_C = {
     "version": _continuation_verdict_1_22,
     "sha256": _continuation_verdict_1_12,
 }
-_CONTINUATION_VERDICT_1_26_C = frozenset(["result", "sha256", "slot", "source"])
-_CONTINUATION_VERDICT_1_32_C = {
-    "slot": _continuation_verdict_1_27,
-    "source": _continuation_verdict_1_28,
-    "sha256": _continuation_verdict_1_29,
-    "result": _continuation_verdict_1_31,
+_CONTINUATION_VERDICT_1_27_C = frozenset(["result", "sha256", "slot", "source"])
+_CONTINUATION_VERDICT_1_33_C = {
+    "slot": _continuation_verdict_1_28,
+    "source": _continuation_verdict_1_29,
+    "sha256": _continuation_verdict_1_30,
+    "result": _continuation_verdict_1_32,
 }
-_CONTINUATION_VERDICT_1_36_C = frozenset(["name", "number", "outcome", "reason"])
-_CONTINUATION_VERDICT_1_40_C = ["pass", "fail", "skipped"]
-_CONTINUATION_VERDICT_1_42_C = {
-    "number": _continuation_verdict_1_37,
-    "name": _continuation_verdict_1_38,
-    "outcome": _continuation_verdict_1_39,
-    "reason": _continuation_verdict_1_41,
+_CONTINUATION_VERDICT_1_37_C = frozenset(["name", "number", "outcome", "reason"])
+_CONTINUATION_VERDICT_1_41_C = ["pass", "fail", "skipped"]
+_CONTINUATION_VERDICT_1_43_C = {
+    "number": _continuation_verdict_1_38,
+    "name": _continuation_verdict_1_39,
+    "outcome": _continuation_verdict_1_40,
+    "reason": _continuation_verdict_1_42,
 }
-_CONTINUATION_VERDICT_1_45_C = {
-    "number": _continuation_verdict_1_43,
-    "name": _continuation_verdict_1_44,
+_CONTINUATION_VERDICT_1_46_C = {
+    "number": _continuation_verdict_1_44,
+    "name": _continuation_verdict_1_45,
 }
-_CONTINUATION_VERDICT_1_49_C = {
-    "number": _continuation_verdict_1_47,
-    "name": _continuation_verdict_1_48,
+_CONTINUATION_VERDICT_1_50_C = {
+    "number": _continuation_verdict_1_48,
+    "name": _continuation_verdict_1_49,
 }
-_CONTINUATION_VERDICT_1_53_C = {
-    "number": _continuation_verdict_1_51,
-    "name": _continuation_verdict_1_52,
+_CONTINUATION_VERDICT_1_54_C = {
+    "number": _continuation_verdict_1_52,
+    "name": _continuation_verdict_1_53,
 }
-_CONTINUATION_VERDICT_1_57_C = {
-    "number": _continuation_verdict_1_55,
-    "name": _continuation_verdict_1_56,
+_CONTINUATION_VERDICT_1_58_C = {
+    "number": _continuation_verdict_1_56,
+    "name": _continuation_verdict_1_57,
 }
-_CONTINUATION_VERDICT_1_61_C = {
-    "number": _continuation_verdict_1_59,
-    "name": _continuation_verdict_1_60,
+_CONTINUATION_VERDICT_1_62_C = {
+    "number": _continuation_verdict_1_60,
+    "name": _continuation_verdict_1_61,
 }
-_CONTINUATION_VERDICT_1_65_C = {
-    "number": _continuation_verdict_1_63,
-    "name": _continuation_verdict_1_64,
+_CONTINUATION_VERDICT_1_66_C = {
+    "number": _continuation_verdict_1_64,
+    "name": _continuation_verdict_1_65,
 }
-_CONTINUATION_VERDICT_1_69_C = {
-    "number": _continuation_verdict_1_67,
-    "name": _continuation_verdict_1_68,
+_CONTINUATION_VERDICT_1_70_C = {
+    "number": _continuation_verdict_1_68,
+    "name": _continuation_verdict_1_69,
 }
-_CONTINUATION_VERDICT_1_71_C = frozenset(["fresh_workspace", "identity", "no_prior_context"])
-_CONTINUATION_VERDICT_1_74_C = ["agent_reported", "runner_observed", "runner_enforced"]
-_CONTINUATION_VERDICT_1_75_C = {
-    "identity": _continuation_verdict_1_72,
-    "fresh_workspace": _continuation_verdict_1_73,
-    "no_prior_context": _continuation_verdict_1_73,
-    "prompt": _continuation_verdict_1_73,
+_CONTINUATION_VERDICT_1_72_C = frozenset(["fresh_workspace", "identity", "no_prior_context"])
+_CONTINUATION_VERDICT_1_75_C = ["agent_reported", "runner_observed", "runner_enforced"]
+_CONTINUATION_VERDICT_1_76_C = {
+    "identity": _continuation_verdict_1_73,
+    "fresh_workspace": _continuation_verdict_1_74,
+    "no_prior_context": _continuation_verdict_1_74,
+    "prompt": _continuation_verdict_1_74,
 }
-_CONTINUATION_VERDICT_1_78_C = frozenset(["status"])
-_CONTINUATION_VERDICT_1_80_C = {"status": _continuation_verdict_1_79}
-_CONTINUATION_VERDICT_1_82_C = frozenset(["evidence_sha256", "observed", "status"])
-_CONTINUATION_VERDICT_1_86_C = {
-    "status": _continuation_verdict_1_83,
-    "evidence_sha256": _continuation_verdict_1_12,
-    "observed": _continuation_verdict_1_84,
-}
+_CONTINUATION_VERDICT_1_79_C = frozenset(["status"])
+_CONTINUATION_VERDICT_1_81_C = {"status": _continuation_verdict_1_80}
+_CONTINUATION_VERDICT_1_83_C = frozenset(["evidence_sha256", "observed", "status"])
 _CONTINUATION_VERDICT_1_87_C = {
+    "status": _continuation_verdict_1_84,
+    "evidence_sha256": _continuation_verdict_1_12,
+    "observed": _continuation_verdict_1_85,
+}
+_CONTINUATION_VERDICT_1_88_C = {
     "schema": _continuation_verdict_1_3,
     "scope": _continuation_verdict_1_4,
     "authority": _continuation_verdict_1_5,
@@ -2441,15 +2740,15 @@ _CONTINUATION_VERDICT_1_87_C = {
     "decision": _continuation_verdict_1_7,
     "capsule": _continuation_verdict_1_9,
     "prompt": _continuation_verdict_1_20,
-    "results": _continuation_verdict_1_24,
-    "checks": _continuation_verdict_1_33,
-    "claims": _continuation_verdict_1_70,
-    "execution": _continuation_verdict_1_76,
+    "results": _continuation_verdict_1_25,
+    "checks": _continuation_verdict_1_34,
+    "claims": _continuation_verdict_1_71,
+    "execution": _continuation_verdict_1_77,
 }
-_CONTINUATION_VERDICT_1_91_C = {"agreement": _continuation_verdict_1_90}
-_CONTINUATION_VERDICT_1_94_C = ["continue", "blocked"]
-_CONTINUATION_VERDICT_1_95_C = {"decision": _continuation_verdict_1_93}
-_CONTINUATION_VERDICT_1_98_C = {"decision": _continuation_verdict_1_97}
+_CONTINUATION_VERDICT_1_92_C = {"agreement": _continuation_verdict_1_91}
+_CONTINUATION_VERDICT_1_95_C = ["continue", "blocked"]
+_CONTINUATION_VERDICT_1_96_C = {"decision": _continuation_verdict_1_94}
+_CONTINUATION_VERDICT_1_99_C = {"decision": _continuation_verdict_1_98}
 
 # --- packet (packet.schema.json)
 
@@ -2754,6 +3053,7 @@ VALIDATORS: dict[str, Callable[[Any], bool]] = {
     "capsule-1": _capsule_1_1,
     "continuation-evidence-1": _continuation_evidence_1_1,
     "continuation-result-1": _continuation_result_1_1,
+    "continuation-result-2": _continuation_result_2_1,
     "continuation-verdict-1": _continuation_verdict_1_1,
     "packet": _packet_1,
     "policy": _policy_1,

@@ -8,7 +8,7 @@
 #
 # Contract: the capsule arrives on stdin, and the instruction prompt in the
 # read-only file that CAPSULE_PROMPT_FILE names (the runner writes it; the
-# evidence records its sha256); print one continuation-result/1 JSON object on
+# evidence records its sha256); print one continuation-result/2 JSON object on
 # stdout and exit 0. The model decides; this script fills in only what it
 # knows better than the model: "schema", "agent" and "capsule_sha256".
 #
@@ -74,7 +74,7 @@ with open(capsule_path, "rb") as handle:
     capsule_sha256 = hashlib.sha256(handle.read()).hexdigest()
 with open(prompt_path, "rb") as handle:
     prompt_sha256 = hashlib.sha256(handle.read()).hexdigest()
-result["schema"] = "continuation-result/1"
+result["schema"] = "continuation-result/2"
 result["agent"] = {
     "id": f"llm:{model}:{slot}",
     "runtime": f"llm CLI, model {model}, prompt sha256 {prompt_sha256}",
