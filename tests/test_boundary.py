@@ -143,17 +143,11 @@ def _writes_or_exits(tree: ast.AST) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-# The one exit library code may make: a forked child of the audit's pool
-# leaving once its results are written. The caller's process never exits there.
-CHILD_EXITS = {("history/forks.py", "os._exit")}
-
-
 def test_library_code_neither_prints_nor_exits() -> None:
     offenders = [
         f"governance/{path.relative_to(PACKAGE).as_posix()}:{line}: {what}"
         for path in _library_modules()
         for line, what in _writes_or_exits(ast.parse(path.read_text(encoding="utf-8")))
-        if (path.relative_to(PACKAGE).as_posix(), what) not in CHILD_EXITS
     ]
     assert offenders == [], (
         "library code must return values (or take a callback) and leave printing to "

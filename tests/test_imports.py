@@ -156,7 +156,7 @@ AUDIT_NEVER = {
     "governance.core.reader",
     "governance.history.signatures",
     "governance.history.signed_audit",
-    "governance.history.forks",
+    "governance.history.workers",
     "difflib",
     "fractions",
     "decimal",

@@ -72,13 +72,22 @@ class Replayer:
         return judge_blob(self.repo, read, cache=self.cache, scan=True)
 
 
-# One Replayer (repository and cache) per worker process, set by the pool's initializer.
+# The Replayer of a worker process: set in this process before a fork pool
+# starts (each fork inherits its cache), and opened afresh in each worker.
 _WORKER: dict[str, Replayer] = {}
 
 
 def _start_worker(path: str) -> None:
+    from multiprocessing.reduction import ForkingPickler  # noqa: PLC0415 (in a worker only)
+
     limit_git_memory()
-    _WORKER["replayer"] = Replayer(pygit2.Repository(path))
+    # pickle finds a class by its module, and pygit2's errors name one that
+    # cannot be imported (_pygit2): a worker's GitError is sent back as its
+    # arguments, to be made again here, so it stays git's refusal (git_error).
+    ForkingPickler.register(pygit2.GitError, _reduce_git_error)
+    inherited = _WORKER.get("replayer")
+    cache = inherited.cache if inherited is not None else None
+    _WORKER["replayer"] = Replayer(pygit2.Repository(path), cache)
 
 
 def _replay_chunk(items: Sequence[Item]) -> list[BlobOutcome]:
@@ -93,25 +102,19 @@ def _git_error(*args: object) -> pygit2.GitError:
 def _reduce_git_error(
     error: pygit2.GitError,
 ) -> tuple[Callable[..., pygit2.GitError], tuple[object, ...]]:
-    # pickle finds a class by its module, and pygit2's errors name one that
-    # cannot be imported (_pygit2): a child's GitError is sent back as its
-    # arguments, to be made again here, so it stays git's refusal (git_error).
     return _git_error, error.args
 
 
 def _chunks(items: Sequence[Item], jobs: int) -> list[Sequence[Item]]:
     # Contiguous chunks keep records that share sources on one process (and in
-    # its cache); several chunks per process keep them evenly busy; and never
-    # more chunks than a fork pool holds.
-    from governance.history.forks import MAX_CHUNKS  # noqa: PLC0415 (only for --jobs above 1)
-
-    size = max(1, min(64, len(items) // (jobs * 4)), -(-len(items) // MAX_CHUNKS))
+    # its cache); several chunks per process keep them evenly busy.
+    size = max(1, min(64, len(items) // (jobs * 4)))
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 def pool_size(jobs: int, items: Sequence[Item]) -> int:
     """Processes to use for ``jobs``: never more than there are chunks of work
-    (a fork that would get no chunk costs start-up and memory for nothing)."""
+    (a process that would get no chunk costs start-up and memory for nothing)."""
     return max(1, min(jobs, len(_chunks(items, jobs))))
 
 
@@ -131,9 +134,9 @@ def replay_items(
     started: Callable[[int], None] | None = None,
 ) -> list[BlobOutcome]:
     """An outcome per item, in the items' order, on ``jobs`` processes;
-    ``progress`` is told how many are done after each, and ``started`` how
-    many processes replay (fewer than ``jobs`` where there are fewer chunks,
-    or where no more processes can be started)."""
+    ``progress`` is told how many are done after each chunk (after each item
+    on one process), and ``started`` how many processes replay (fewer than
+    ``jobs`` where there are fewer chunks)."""
     tell = started if started is not None else (lambda _: None)
     if jobs <= 1 or len(items) <= 1:
         tell(1)
@@ -144,8 +147,20 @@ def replay_items(
             if progress is not None:
                 progress(len(outcomes))
         return outcomes
+    from governance.history.workers import can_fork, map_chunks  # noqa: PLC0415 (only for --jobs above 1)
+
+    first: list[BlobOutcome] = []
     chunks = _chunks(items, jobs)
-    done = 0
+    if can_fork() and len(_chunks(items[1:], jobs)) >= jobs:
+        # Forked workers start with everything this process has parsed: the
+        # trees of the walk (core.trees), and the blobs and parses of the first
+        # record (the policy, its packet), which each would otherwise parse
+        # again. Not where it would leave a worker without a chunk.
+        replayer = _WORKER["replayer"] = Replayer(repo)
+        first, chunks = [replayer.replay(items[0])], _chunks(items[1:], jobs)
+    done = len(first)
+    if progress is not None and first:
+        progress(done)
 
     def chunk_done(index: int) -> None:
         nonlocal done
@@ -153,90 +168,12 @@ def replay_items(
         if progress is not None:
             progress(done)
 
-    from governance.history.forks import can_fork  # noqa: PLC0415 (only for --jobs above 1)
-
-    size = max(1, min(jobs, len(chunks)))  # pool_size, from the chunks just made
-    if can_fork():
-        return _forked(repo, chunks, size, chunk_done, tell)
-    tell(size)
-    return _spawned(repo, chunks, size, chunk_done)
-
-
-def _forked(
-    repo: pygit2.Repository,
-    chunks: Sequence[Sequence[Item]],
-    jobs: int,
-    chunk_done: Callable[[int], None],
-    started: Callable[[int], None],
-) -> list[BlobOutcome]:
-    """The chunks on this process and ``jobs - 1`` forks of it. Each child
-    replays with a repository of its own, and starts with everything this
-    process has parsed: the trees of the walk (core.trees), and the blobs and
-    parses of the first chunk, replayed before any fork (the policy, most
-    packets), which every child would otherwise parse again. Only where there
-    are more chunks than processes: with a chunk each, it would leave one of
-    the ``jobs`` without a chunk."""
-    from governance.history.forks import fork_map  # noqa: PLC0415 (only for --jobs above 1)
-
-    current = [Replayer(repo)]
-    warm = 1 if len(chunks) > jobs else 0
-    first = [current[0].replay(item) for chunk in chunks[:warm] for item in chunk]
-    if warm:
-        chunk_done(0)
-
-    def start_child() -> None:
-        limit_git_memory()
-        current[0] = Replayer(pygit2.Repository(repo.path), current[0].cache)
-
-    rest = fork_map(
-        chunks[warm:],
-        lambda chunk: [current[0].replay(item) for item in chunk],
-        jobs=jobs,
-        start_child=start_child,
-        progress=lambda index: chunk_done(index + warm),
-        reducers={pygit2.GitError: _reduce_git_error},
-        started=started,
-    )
-    return first + [outcome for chunk in rest for outcome in chunk]
-
-
-def _spawned(
-    repo: pygit2.Repository,
-    chunks: Sequence[Sequence[Item]],
-    jobs: int,
-    chunk_done: Callable[[int], None],
-) -> list[BlobOutcome]:
-    """The chunks on ``jobs`` processes that each import governance afresh:
-    where this process cannot fork (no ``os.fork``, or other threads alive)."""
-    # Imported only here: an audit on Linux never loads the pool machinery.
-    import multiprocessing  # noqa: PLC0415 (defers multiprocessing)
-    from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: PLC0415 (defers concurrent.futures)
-    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415 (as above)
-
-    from governance.history.forks import worker_lost  # noqa: PLC0415 (only for --jobs above 1)
-
-    results: list[list[BlobOutcome]] = [[] for _ in chunks]
-    left = len(chunks)
+    tell(max(1, min(jobs, len(chunks))))
     try:
-        with ProcessPoolExecutor(
-            max_workers=jobs,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(repo.path,),
-        ) as pool:
-            futures = {pool.submit(_replay_chunk, c): index for index, c in enumerate(chunks)}
-            try:
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
-                    left -= 1
-                    chunk_done(futures[future])
-            except BaseException:
-                # Leaving at once (the caller's exception, a worker's, a ^C): the
-                # chunks not begun are dropped, not replayed first by the pool's exit.
-                pool.shutdown(cancel_futures=True)
-                raise
-    except BrokenProcessPool as exc:
-        # A worker that died (killed, out of memory) or could not start (its
-        # initializer failed): said as the forked pool says it, not a traceback.
-        raise worker_lost(f"failed or died ({exc})", left) from exc
-    return [outcome for chunk in results for outcome in chunk]
+        replayed = map_chunks(
+            _replay_chunk, chunks, jobs=jobs, initializer=_start_worker,
+            initargs=(repo.path,), done=chunk_done,
+        )  # fmt: skip
+    finally:
+        _WORKER.clear()
+    return first + [outcome for chunk in replayed for outcome in chunk]
