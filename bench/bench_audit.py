@@ -65,10 +65,10 @@ import pygit2
 
 from governance.core.builder import build_capsule
 from governance.core.cache import BlobCache
+from governance.core.globs import PathGlobs
 from governance.core.snapshot import Snapshot
 from governance.core.trees import RECENT
 from governance.history.audit import rows
-from governance.history.globs import PathGlobs
 from governance.history.pool import replay_items, work_items
 from governance.history.ranges import parse_range
 from governance.history.records import RECORDS_GLOB

@@ -16,10 +16,10 @@ import pygit2
 import pytest
 
 from governance.commands.audit import Progress
+from governance.core.globs import PathGlobs
 from governance.errors import CapsuleError
 from governance.history import pool
 from governance.history.audit import audit as audit_library
-from governance.history.globs import PathGlobs
 from governance.history.ranges import parse_range
 from governance.history.record_rules import MAX_RECORD_BYTES
 from governance.history.records import RECORDS_GLOB

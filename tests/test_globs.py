@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.history.globs import PathGlobs
+from governance.core.globs import PathGlobs
 
 
 def matches(patterns: list[str], path: str) -> bool:

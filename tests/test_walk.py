@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from governance.core.globs import PathGlobs
 from governance.core.trees import RECENT, Trees
-from governance.history.globs import PathGlobs
 from governance.history.ranges import parse_range
 from governance.history.walk import GIT_CACHE_BYTES, Version, _Walk, find_records, limit_git_memory
 

@@ -4,6 +4,5 @@ the outline of a Markdown file with the selector and cost of every heading
 proposed reads for a goal and packets made from them (``suggest``, ``new``).
 The packet stays the authority: nothing here changes what a build selects.
 
-May import: ``governance.core``, ``governance.errors`` and
-``governance.history.globs`` (the ``--paths`` globs suggest shares with audit).
+May import: ``governance.core`` and ``governance.errors``.
 """

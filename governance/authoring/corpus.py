@@ -14,11 +14,11 @@ import pygit2
 from governance.authoring.terms import RUN, normalise
 from governance.core.capsule import PACKETS_DIR
 from governance.core.excerpt import candidate_locator
+from governance.core.globs import PathGlobs, State
 from governance.core.headings import Heading, parse_headings, split_lines
 from governance.core.snapshot import MODE_TREE, Snapshot
 from governance.core.tree import Tree
 from governance.errors import CapsuleError
-from governance.history.globs import PathGlobs, State
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 

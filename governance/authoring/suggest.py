@@ -14,9 +14,9 @@ from governance.authoring.fit import BudgetFit
 from governance.authoring.template import Draft
 from governance.authoring.terms import STOPWORDS_VERSION
 from governance.core import budget
+from governance.core.globs import PathGlobs
 from governance.core.snapshot import Snapshot
 from governance.errors import GOAL_EMPTY, GOAL_TOO_LONG, USAGE, UsageError
-from governance.history.globs import PathGlobs
 
 ALGORITHM = "suggest/1"
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pygit2
 
+from governance.core.globs import PathGlobs
 from governance.core.secret_waivers import SecretWaivers, read_secret_waivers_at
 from governance.core.secretscan import DISTRIBUTION, SHOWN, Finding, detector
 from governance.errors import RECORD_SECRET, WAIVER_AT_TIP, WAIVER_UNUSED
-from governance.history.globs import PathGlobs
 from governance.history.pool import (
     Item,
     auto_jobs,

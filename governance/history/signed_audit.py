@@ -19,9 +19,9 @@ from typing import Any
 
 import pygit2
 
+from governance.core.globs import PathGlobs
 from governance.core.snapshot import Snapshot
 from governance.errors import SIGNATURE_WITHOUT_RECORD, SourceError
-from governance.history.globs import PathGlobs
 from governance.history.ranges import Range, parse_range
 from governance.history.records import RECORDS_GLOB, signature_path, signed_record
 from governance.history.signatures import (

@@ -19,10 +19,10 @@ from typing import NamedTuple
 
 import pygit2
 
+from governance.core.globs import PathGlobs, State
 from governance.core.snapshot import MODE_TREE
 from governance.core.trees import Entries, Trees, entry_mode, mode_and_id
 from governance.errors import OBJECT_MISSING, SourceError
-from governance.history.globs import PathGlobs, State
 from governance.history.ranges import Range
 
 # libgit2's cache of commits and trees (each at most 4 KiB; blobs are never
