@@ -11,6 +11,7 @@ from typing import Any
 
 from governance import __version__
 from governance.continuation import DEFAULT_TIMEOUT, MAX_TIMEOUT, prompt
+from governance.continuation.checks import Submission
 from governance.continuation.evidence import AgentRun, attestation, evidence
 from governance.continuation.isolation import (
     AUTO,
@@ -32,13 +33,7 @@ from governance.continuation.preflight import (
 from governance.continuation.result import MAX_RESULT_BYTES, MAX_RESULT_TEXT, parse_result
 from governance.continuation.supervision import run_agents
 from governance.continuation.users import agent_users
-from governance.continuation.verdict import (
-    Attestation,
-    Submission,
-    Verdict,
-    evaluate,
-    slot_name,
-)
+from governance.continuation.verdict import Attestation, Verdict, evaluate, slot_name
 from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.reader import read_capsule_file
