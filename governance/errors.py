@@ -239,6 +239,11 @@ SOURCE_BINARY = _code(
     "source_binary", SourceError, advice="select lines of a text file, or read the file whole"
 )
 SOURCE_TOO_LARGE = _code("source_too_large", SourceError)
+SOURCE_TOO_MANY_HEADINGS = _code(
+    "source_too_many_headings",
+    SourceError,
+    advice="read the file whole or by lines, or raise max_heading_count in the policy",
+)
 TOO_MANY_READS = _code("too_many_reads", SourceError)
 SOURCE_SECRET = _code("source_secret", SourceError)
 OBJECT_MISSING = _code("object_missing", SourceError)

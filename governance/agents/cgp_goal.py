@@ -16,8 +16,9 @@ import pygit2
 from governance.agents.cgp_frames import GONE, UNKNOWN, Part, frame, judge
 from governance.authoring.suggest import Options, suggest
 from governance.authoring.template import Draft
-from governance.core.excerpt import Excerpt, select
+from governance.core.excerpt import Excerpt, check_heading_count, check_heading_source, select
 from governance.core.locator import parse_locator
+from governance.core.policy import heading_limits
 from governance.core.snapshot import Snapshot
 from governance.errors import (
     HEADING_AMBIGUOUS,
@@ -33,9 +34,13 @@ _FRAME_ID = re.compile(r"capsule-suggest:(?P<commit>[0-9a-f]{40}(?:[0-9a-f]{24})
 
 
 def _selected(snapshot: Snapshot, locator: str) -> tuple[Excerpt, bytes]:
-    """The excerpt ``locator`` selects at ``snapshot``, and its whole blob."""
+    """The excerpt ``locator`` selects at ``snapshot``, and its whole blob,
+    bounded as a build's heading read is (a frame id to verify is a client's)."""
     selector = parse_locator(locator)
     source = snapshot.source(selector.path, locator=locator)
+    limits = heading_limits(snapshot)
+    check_heading_source(snapshot, selector, source, limits.source_bytes)
+    check_heading_count(snapshot, selector, source, limits.headings)
     data = snapshot.read(source)
     return select(selector, source, data), data
 

@@ -15,7 +15,8 @@ from governance.authoring.terms import RUN, normalise
 from governance.core.capsule import PACKETS_DIR
 from governance.core.excerpt import candidate_locator
 from governance.core.globs import PathGlobs, State
-from governance.core.headings import Heading, parse_headings, split_lines
+from governance.core.headings import Heading, heading_lines, parse_headings, split_lines
+from governance.core.policy import DEFAULT_MAX_HEADING_COUNT
 from governance.core.snapshot import MODE_TREE, Snapshot
 from governance.core.tree import Tree
 from governance.errors import CapsuleError
@@ -31,6 +32,9 @@ class Bounds:
     files: int = 10_000
     file_bytes: int = 4 << 20
     total_bytes: int = 64 << 20
+    # Lines that may be headings (headings.heading_lines), counted before the
+    # parse: the work per file grows with its headings.
+    file_headings: int = DEFAULT_MAX_HEADING_COUNT
 
 
 DEFAULT_BOUNDS = Bounds()
@@ -219,6 +223,9 @@ def scan(
         try:
             source = snapshot.source(path)
             data = snapshot.read(source)
+            if heading_lines(data, most=bounds.file_headings + 1) > bounds.file_headings:
+                corpus.skipped["too_many_headings"] += 1
+                continue
             _file_docs(path, source.blob_id, data, terms=wanted, corpus=corpus)
         except UnicodeDecodeError:
             corpus.skipped["source_not_utf8"] += 1

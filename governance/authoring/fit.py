@@ -93,6 +93,7 @@ class BudgetFit:
         self.limits = base.limits
         self.max_reads = base.policy.max_required_reads
         self.max_heading_source_bytes = base.policy.max_heading_source_bytes
+        self.max_heading_count = base.policy.max_heading_count
         self.base_bytes = len(base.data)
         self._base_packet = _escaped(draft.packet_text([]))
         self._base_digits = _digits(self.base_bytes) + _digits(

@@ -64,6 +64,9 @@ estimator: {d.estimator}
 
 # The largest file (bytes) a path#heading read may parse ({d.max_heading_source_bytes >> 20} MiB).
 max_heading_source_bytes: {d.max_heading_source_bytes}
+
+# The most lines that may be headings in the file of a path#heading read.
+max_heading_count: {d.max_heading_count}
 """
 
 

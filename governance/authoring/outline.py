@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.core.budget import estimate_tokens
-from governance.core.excerpt import candidate_locator, decode_source
-from governance.core.headings import parse_headings, split_lines
-from governance.core.policy import heading_source_limit
+from governance.core.excerpt import candidate_locator, decode_source, refuse_heading_count
+from governance.core.headings import heading_lines, parse_headings, split_lines
+from governance.core.policy import heading_limits
 from governance.core.snapshot import Snapshot
 from governance.core.tree import Tree
 from governance.errors import SOURCE_TOO_LARGE, SourceError
@@ -75,7 +75,8 @@ def outline(snapshot: Snapshot, path: str) -> Outline:
     working tree when the snapshot checks it)."""
     source = snapshot.source(path)
     # Parsed whole, as a heading read parses it: bounded the same way.
-    limit = heading_source_limit(snapshot)
+    limits = heading_limits(snapshot)
+    limit = limits.source_bytes
     size = snapshot.size(source)
     if size > limit:
         raise SourceError(
@@ -88,6 +89,8 @@ def outline(snapshot: Snapshot, path: str) -> Outline:
         )
     snapshot.check_worktree(source)
     data = snapshot.read(source)
+    # Before the parse: what follows it grows with the headings.
+    refuse_heading_count(path, path, heading_lines(data), limits.headings, snapshot.where)
     text = decode_source(data, locator=path)
     lines = split_lines(data)
     tree = Tree(parse_headings(text), len(lines))

@@ -57,9 +57,13 @@ def suggest(snapshot: Snapshot, draft: Draft, options: Options) -> dict[str, Any
 
     bounds = options.bounds
     if fit.error is None:
-        # A heading read of a larger source would fail the build (source_too_large).
-        limit_bytes = fit.max_heading_source_bytes
-        bounds = replace(bounds, file_bytes=min(bounds.file_bytes, limit_bytes))
+        # A heading read of a larger source, or of one with more headings,
+        # would fail the build (source_too_large, source_too_many_headings).
+        bounds = replace(
+            bounds,
+            file_bytes=min(bounds.file_bytes, fit.max_heading_source_bytes),
+            file_headings=min(bounds.file_headings, fit.max_heading_count),
+        )
     corpus = scan(snapshot, globs, {term for facet in facets for term in facet.terms}, bounds)
     candidates = select.score(corpus.docs, facets)
     chosen = select.choose(

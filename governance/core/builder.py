@@ -22,7 +22,12 @@ from governance.core.capsule import (
     TRUST_V1,
     packet_id_of,
 )
-from governance.core.excerpt import Excerpt, check_heading_source, excerpt_of
+from governance.core.excerpt import (
+    Excerpt,
+    check_heading_count,
+    check_heading_source,
+    excerpt_of,
+)
 from governance.core.failures import Failures
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
@@ -277,6 +282,7 @@ def _build(
             continue
         try:
             snapshot.check_worktree(source, locator=selector.locator)
+            check_heading_count(snapshot, selector, source, policy.max_heading_count)
             excerpt = excerpt_of(snapshot, selector, source)
         except CapsuleError as exc:
             failures.add(exc, rank)

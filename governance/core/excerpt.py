@@ -9,9 +9,14 @@ from typing import TYPE_CHECKING
 
 from governance.core import canonical
 from governance.core.hashing import sha256_hex
-from governance.core.headings import line_count, parse_headings, split_lines
+from governance.core.headings import heading_lines, line_count, parse_headings, split_lines
 from governance.core.tree import Tree
-from governance.errors import LINE_RANGE_OUTSIDE, SOURCE_BINARY, SourceError
+from governance.errors import (
+    LINE_RANGE_OUTSIDE,
+    SOURCE_BINARY,
+    SOURCE_TOO_MANY_HEADINGS,
+    SourceError,
+)
 
 if TYPE_CHECKING:
     from governance.core.headings import Heading
@@ -92,6 +97,33 @@ def check_heading_source(
             code="source_too_large",
             locator=selector.locator,
             bytes=size,
+            limit=limit,
+        )
+
+
+def check_heading_count(snapshot: Snapshot, selector: Selector, source: Source, limit: int) -> None:
+    """Refuse a ``#heading`` read of a source with more than ``limit`` lines
+    that could be headings, counted before it is parsed: the tree, the
+    selectors and their errors grow with the headings."""
+    if selector.slug is None:
+        return
+    count = snapshot.memo(
+        "heading-lines", source, lambda: heading_lines(snapshot.read(source)), weight=lambda _: 64
+    )
+    refuse_heading_count(selector.locator, selector.path, count, limit, snapshot.where)
+
+
+def refuse_heading_count(locator: str, path: str, count: int, limit: int, where: str) -> None:
+    """The ``source_too_many_headings`` refusal of ``count`` heading lines over ``limit``."""
+    if count > limit:
+        named = path if locator == path else f"{locator}: {path}"
+        raise SourceError(
+            f"{named} has {count:,} lines that may be headings {where}, more than "
+            f"the {limit:,} a heading read may parse (max_heading_count of the policy); read "
+            "it whole or by lines, or raise the limit in the policy",
+            code=SOURCE_TOO_MANY_HEADINGS,
+            locator=locator,
+            headings=count,
             limit=limit,
         )
 

@@ -4,6 +4,7 @@ them (headings_scan), else from markdown-it-py's token stream."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,6 +45,18 @@ _LINE_TEXT = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 # strikethrough, link, image, autolink, HTML, entity, newline) can start, and
 # NUL, which markdown-it replaces.
 _MARKUP = re.compile(r"[\\`*_~\[\]!<&\n\r\x00]")
+# A line that could be a heading's: after indentation, blockquote markers and
+# list markers, an ATX opening (1 to 6 '#' then a space, a tab or the line's
+# end); or, after indentation and blockquote markers, a setext underline (a
+# run of '=' or of '-': a list item's first line starts a block, so it never
+# underlines a paragraph). Every heading the parse finds has such a line of
+# its own, so their number bounds the headings from above (a test holds it to
+# that), without a parse. Possessive prefixes: no shorter prefix is followed
+# by a '#', '=' or '-', and a line of 4 MB of spaces costs no backtracking.
+_HEADING_LINE = re.compile(
+    rb"\n(?:[ \t>]|[-+*][ \t]|[0-9]{1,9}[.)][ \t])*+#{1,6}(?=[ \t\n])"
+    rb"|\n[ \t>]*+(?:=+|-+)[ \t]*(?=\n)"
+)
 _FRONT_MATTER_OPEN = re.compile(r"---[ \t]*")
 _FRONT_MATTER_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 
@@ -76,6 +89,19 @@ def line_count(data: bytes) -> int:
     # once), plus a last line that has none.
     ends = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
     return ends + (1 if data and data[-1] not in b"\r\n" else 0)
+
+
+def heading_lines(data: bytes, *, most: int | None = None) -> int:
+    """How many lines of ``data`` could be headings: never fewer than the
+    headings its parse finds, counted in one pass of a regular expression;
+    at most ``most`` (a caller asking only whether a bound is passed)."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    data = b"\n" + data.removeprefix(b"\xef\xbb\xbf") + b"\n"
+    found = _HEADING_LINE.finditer(data)
+    if most is not None:
+        found = itertools.islice(found, most)
+    return sum(1 for _ in found)
 
 
 def _blank_front_matter(text: str) -> str:

@@ -11,7 +11,7 @@ from governance.core.yamlload import load_yaml
 from governance.errors import CapsuleError, MalformedInput
 
 if TYPE_CHECKING:
-    from governance.core.snapshot import Snapshot
+    from governance.core.snapshot import Snapshot, Source
 
 ESTIMATOR = "utf8_bytes_div_3_ceil"
 # A policy is a handful of numbers; its size is checked from the object header.
@@ -19,6 +19,11 @@ MAX_POLICY_BYTES = 64 << 10
 # The largest source a ``#heading`` read may parse (whole-file reads are bounded
 # by the budget instead). A policy without the key, old ones included, gets this.
 DEFAULT_MAX_HEADING_SOURCE_BYTES = 4 << 20
+# The most heading lines (headings.heading_lines) a source of a ``#heading``
+# read may have: work after the parse grows with the headings, and a 4 MiB
+# file holds a million. The largest real documents measured have under a
+# thousand (docs/format.md).
+DEFAULT_MAX_HEADING_COUNT = 10_000
 # The values a capsule/1 ``policy`` object records. Keys added to the policy
 # later are bound by the policy's blob and sha256 only: writing them into the
 # capsule would change the bytes of every capsule, old records included.
@@ -39,6 +44,7 @@ class Policy:
     max_required_reads: int = 8
     estimator: str = ESTIMATOR
     max_heading_source_bytes: int = DEFAULT_MAX_HEADING_SOURCE_BYTES
+    max_heading_count: int = DEFAULT_MAX_HEADING_COUNT
 
     def values(self) -> dict[str, Any]:
         """What a capsule/1 records of this policy (``CAPSULE_V1_KEYS``)."""
@@ -82,22 +88,27 @@ def check_packet_target(policy: Policy, target: int, *, path: str) -> None:
         )
 
 
-def heading_source_limit(snapshot: Snapshot) -> int:
-    """The policy's ``max_heading_source_bytes`` at ``snapshot``; the default
-    when there is no policy or it cannot be read (what reads the policy
-    itself reports why)."""
+@dataclass(frozen=True)
+class HeadingLimits:
+    """What a source of a heading read may hold: bytes (``max_heading_source_bytes``)
+    and heading lines (``max_heading_count``)."""
+
+    source_bytes: int = DEFAULT_MAX_HEADING_SOURCE_BYTES
+    headings: int = DEFAULT_MAX_HEADING_COUNT
+
+
+def heading_limits(snapshot: Snapshot) -> HeadingLimits:
+    """The policy's heading limits at ``snapshot``; the defaults when there is
+    no policy or it cannot be read (what reads the policy itself reports why)."""
     try:
         source = snapshot.source(POLICY_PATH)
         if snapshot.size(source) > MAX_POLICY_BYTES:
-            return DEFAULT_MAX_HEADING_SOURCE_BYTES
-        return snapshot.memo(
-            "policy-heading-limit",
-            source,
-            lambda: (
-                parse_policy(
-                    snapshot.read(source).decode("utf-8"), path=POLICY_PATH
-                ).max_heading_source_bytes
-            ),
-        )
+            return HeadingLimits()
+        return snapshot.memo("policy-heading-limits", source, lambda: _limits(snapshot, source))
     except (CapsuleError, UnicodeDecodeError):
-        return DEFAULT_MAX_HEADING_SOURCE_BYTES
+        return HeadingLimits()
+
+
+def _limits(snapshot: Snapshot, source: Source) -> HeadingLimits:
+    policy = parse_policy(snapshot.read(source).decode("utf-8"), path=POLICY_PATH)
+    return HeadingLimits(policy.max_heading_source_bytes, policy.max_heading_count)

@@ -2939,24 +2939,33 @@ def _policy_8(x: Any) -> bool:
     return True
 
 
+def _policy_9(x: Any) -> bool:
+    if type(x) is not int:
+        return False
+    if type(x) is int and x < 1:
+        return False
+    return True
+
+
 def _policy_1(x: Any) -> bool:
     if type(x) is not dict:
         return False
     for key, value in x.items():
-        check = _POLICY_9_C.get(key)
+        check = _POLICY_10_C.get(key)
         if not (check or _never)(value):
             return False
     return True
 
 
 _POLICY_7_C = ["utf8_bytes_div_3_ceil"]
-_POLICY_9_C = {
+_POLICY_10_C = {
     "target_tokens": _policy_2,
     "hard_limit_tokens": _policy_3,
     "reserve_tokens": _policy_4,
     "max_required_reads": _policy_5,
     "estimator": _policy_6,
     "max_heading_source_bytes": _policy_8,
+    "max_heading_count": _policy_9,
 }
 
 # --- secret-waivers (secret-waivers.schema.json)

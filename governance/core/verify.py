@@ -11,17 +11,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from governance.core.excerpt import Excerpt, check_heading_source, excerpt_of
+from governance.core.excerpt import (
+    Excerpt,
+    check_heading_count,
+    check_heading_source,
+    excerpt_of,
+)
 from governance.core.hashing import sha256_hex
 from governance.core.headings import line_count
 from governance.core.locator import parse_locator
 from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot, Source
 from governance.errors import COMMIT_MISSING, OBJECT_MISSING, MalformedInput, SourceError
+
+if TYPE_CHECKING:
+    from governance.core.policy import HeadingLimits
 
 
 class Status(StrEnum):
@@ -129,20 +137,23 @@ def _excerpt_json(excerpt: Excerpt) -> dict[str, Any]:
     }
 
 
-def _heading_limit(snapshot: Snapshot) -> int:
-    from governance.core.policy import heading_source_limit  # noqa: PLC0415 (defers PyYAML)
+def _heading_limits(snapshot: Snapshot) -> HeadingLimits:
+    from governance.core.policy import heading_limits  # noqa: PLC0415 (defers PyYAML)
 
-    return heading_source_limit(snapshot)
+    return heading_limits(snapshot)
 
 
-def _read(snapshot: Snapshot, part: str, recorded: dict[str, Any], limit: int) -> PartResult:
+def _read(
+    snapshot: Snapshot, part: str, recorded: dict[str, Any], limits: HeadingLimits
+) -> PartResult:
     locator = recorded["locator"]
     # The reader already refused a locator that does not parse or disagrees
     # with its path and heading.
     selector = parse_locator(locator)
     try:
         source: Source = snapshot.source(selector.path, locator=locator)
-        check_heading_source(snapshot, selector, source, limit)
+        check_heading_source(snapshot, selector, source, limits.source_bytes)
+        check_heading_count(snapshot, selector, source, limits.headings)
     except SourceError as exc:
         return PartResult(part, locator, MISSING, exc.code, exc.message)
     data = snapshot.read(source)
@@ -219,9 +230,9 @@ def _parts(capsule: CapsuleFile, snapshot: Snapshot) -> list[PartResult]:
         _whole(snapshot, "context", document["context"]),
         _policy(snapshot, document["policy"]),
     ]
-    limit = _heading_limit(snapshot)
+    limits = _heading_limits(snapshot)
     results += [
-        _read(snapshot, f"reads[{index}]", read, limit)
+        _read(snapshot, f"reads[{index}]", read, limits)
         for index, read in enumerate(document["reads"])
     ]
     return results
