@@ -104,45 +104,56 @@ def _register_verify(commands: Any) -> None:
     parser.set_defaults(run=run_verify)
 
 
+_RUN_DESCRIPTION = (
+    "Run agent a (--agent) and agent b (--agent-b, default: the same command) "
+    "concurrently. Each runs in a new, empty, read-only temporary workspace "
+    "(its cwd and HOME) with the exact capsule bytes on stdin, the instruction "
+    "prompt (see 'prompt') in a read-only file named by CAPSULE_PROMPT_FILE, no "
+    "extra arguments, and an environment of only PATH (/usr/local/bin:/usr/bin:/bin "
+    "unless --pass-env PATH), LANG and LC_ALL (C.UTF-8), HOME, "
+    "CAPSULE_AGENT_SLOT (a or b), CAPSULE_PROMPT_FILE and the --pass-env names, "
+    "in a session of its "
+    "own (no controlling terminal), with no new privileges, no core dumps, "
+    "files of at most 1 GiB and at most 4 GiB of private memory a process. Run "
+    "as root, each agent runs as its own unused uid "
+    "and gid (no supplementary groups, at most 256 processes), so the command, "
+    "its interpreter and all it reads must be usable by a user that owns nothing: "
+    "world-readable and, along the way, world-searchable. Without root, agents "
+    "run as you and the workspace is read-only by mode bits only. Each must print "
+    "one continuation-result/1 or /2 JSON object (at most 1 MiB) on stdout and exit 0 "
+    "within the timeout. When an agent ends, every process it left is killed "
+    "(as root: every process of its uid; otherwise: its session). A workspace "
+    "found changed afterwards fails that agent. SIGTERM or SIGHUP stop the "
+    "agents, remove the workspaces and exit 143 or 129. Then the results are "
+    "verified as by 'verify'. Where the runner can create namespaces (bwrap on "
+    "PATH), each agent also runs isolated in its own user, mount, PID, IPC, UTS "
+    "and network namespaces (no network unless --network host): the system "
+    "folders read-only, its workspace read-only at /workspace, a private /tmp of "
+    "256 MiB and /dev/shm of 64 MiB, no io_uring, and no view of the repository, "
+    "HOME, the other agent or the runner (--isolation, --network, --share). "
+    "Without namespaces this is not a sandbox: agents can still read "
+    "world-readable files, see other processes' command lines and reach the "
+    "network."
+)
+
+
 def _register_run(commands: Any) -> None:
     parser = commands.add_parser(
         "run",
         help="run two fresh agents on a capsule, then verify their results",
-        description=_wrap(
-            "Run agent a (--agent) and agent b (--agent-b, default: the same command) "
-            "concurrently. Each runs in a new, empty, read-only temporary workspace "
-            "(its cwd and HOME) with the exact capsule bytes on stdin, the instruction "
-            "prompt (see 'prompt') in a read-only file named by CAPSULE_PROMPT_FILE, no "
-            "extra arguments, and an environment of only PATH (/usr/local/bin:/usr/bin:/bin "
-            "unless --pass-env PATH), LANG and LC_ALL (C.UTF-8), HOME, "
-            "CAPSULE_AGENT_SLOT (a or b), CAPSULE_PROMPT_FILE and the --pass-env names, "
-            "in a session of its "
-            "own (no controlling terminal), with no new privileges, no core dumps, "
-            "files of at most 1 GiB and at most 4 GiB of private memory a process. Run "
-            "as root, each agent runs as its own unused uid "
-            "and gid (no supplementary groups, at most 256 processes), so the command, "
-            "its interpreter and all it reads must be usable by a user that owns nothing: "
-            "world-readable and, along the way, world-searchable. Without root, agents "
-            "run as you and the workspace is read-only by mode bits only. Each must print "
-            "one continuation-result/1 JSON object (at most 1 MiB) on stdout and exit 0 "
-            "within the timeout. When an agent ends, every process it left is killed "
-            "(as root: every process of its uid; otherwise: its session). A workspace "
-            "found changed afterwards fails that agent. SIGTERM or SIGHUP stop the "
-            "agents, remove the workspaces and exit 143 or 129. Then the results are "
-            "verified as by 'verify'. Where the runner can create namespaces (bwrap on "
-            "PATH), each agent also runs isolated in its own user, mount, PID, IPC, UTS "
-            "and network namespaces (no network unless --network host): the system "
-            "folders read-only, its workspace read-only at /workspace, a private /tmp of "
-            "256 MiB and /dev/shm of 64 MiB, no io_uring, and no view of the repository, "
-            "HOME, the other agent or the runner (--isolation, --network, --share). "
-            "Without namespaces this is not a sandbox: agents can still read "
-            "world-readable files, see other processes' command lines and reach the "
-            "network."
-        ),
+        description=_wrap(_RUN_DESCRIPTION),
         epilog=CHECKS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("capsule", metavar="CAPSULE", help="the capsule file to hand over")
+    _add_agent_options(parser)
+    _add_isolation_options(parser)
+    add_json_flag(parser)
+    parser.set_defaults(run=run_and_verify)
+
+
+def _add_agent_options(parser: argparse.ArgumentParser) -> None:
+    """What runs: the two agents' commands, their time, environment and evidence."""
     parser.add_argument(
         "--agent",
         metavar="CMD",
@@ -188,6 +199,10 @@ def _register_run(commands: Any) -> None:
             "runner_enforced"
         ),
     )
+
+
+def _add_isolation_options(parser: argparse.ArgumentParser) -> None:
+    """How far the agents are kept apart: namespaces, network, shared paths."""
     parser.add_argument(
         "--isolation",
         choices=("auto", "namespaces", "none"),
@@ -223,8 +238,6 @@ def _register_run(commands: Any) -> None:
             "may not be, hold or lie in the current folder or HOME (share_refused)"
         ),
     )
-    add_json_flag(parser)
-    parser.set_defaults(run=run_and_verify)
 
 
 def _register_prompt(commands: Any) -> None:
