@@ -6,7 +6,7 @@ Usage::
 
 Generates two git repositories in a temp folder (or in DIR with ``--keep``):
 
-* ``docs-repo``: 200 Markdown files of 5 to 50 KB (seeded pseudo-random text,
+* ``docs-repo``: 200 Markdown files of 1 to 4.5 KB (seeded pseudo-random text,
   ``#``/``##``/``###`` headings with unique titles), a roomy policy and a few
   packets of 8 required reads each, half whole files and half ``#heading`` reads;
 * ``huge-repo``: the default policy, a 100 MiB source and a packet reading it
@@ -57,8 +57,10 @@ BENCH_PACKET = {
 
 SEED = 20260101
 N_FILES = 200
-MIN_BYTES = 5 * 1024
-MAX_BYTES = 50 * 1024
+# Eight reads of files this size, half of them whole, fit the ADR's target of
+# 12,000 estimated tokens (about 36 KB of capsule), which no policy may loosen.
+MIN_BYTES = 1 * 1024
+MAX_BYTES = 9 * 512
 N_PACKETS = 5
 READS_PER_PACKET = 8
 HUGE_BYTES = 100 * 1024 * 1024
@@ -69,9 +71,9 @@ TARGET_IMPORT_CLI_MS = 60.0
 TARGET_REFUSAL_MS = 1000.0
 
 ROOMY_POLICY = """\
-# Benchmark policy: roomy enough for eight whole 50 KB reads.
-target_tokens: 200000
-hard_limit_tokens: 300000
+# Benchmark policy: the ADR's limits, the roomiest any policy may be.
+target_tokens: 12000
+hard_limit_tokens: 16000
 reserve_tokens: 1500
 max_required_reads: 8
 estimator: utf8_bytes_div_3_ceil

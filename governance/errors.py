@@ -183,6 +183,11 @@ INVALID_PACKET_ID = _code("invalid_packet_id", UsageError)
 # Malformed input: a packet, policy, capsule or result (exit 2).
 PACKET_MALFORMED = _code("packet_malformed", MalformedInput, advice="fix the packet")
 POLICY_MALFORMED = _code("policy_malformed", MalformedInput, advice="fix the policy")
+LOOSENS_ADR_LIMIT = _code(
+    "loosens_adr_limit",
+    MalformedInput,
+    advice="bring each number back within the limit named",
+)
 CAPSULE_UNREADABLE = _code("capsule_unreadable", MalformedInput)
 CAPSULE_MALFORMED = _code("capsule_malformed", MalformedInput, record_advice=_RESTORE_RECORD)
 NON_CANONICAL = _code("non_canonical", MalformedInput, record_advice=_RESTORE_RECORD)

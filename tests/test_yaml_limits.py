@@ -154,7 +154,9 @@ def test_policy_target_plus_reserve_above_hard_limit_is_malformed(cli, repo: Rep
 
 
 def test_policy_target_that_exactly_fits_builds(cli, repo: Repo) -> None:
-    repo.write(POLICY_PATH, POLICY.replace("target_tokens: 12000", "target_tokens: 14500"))
+    # 12,000 + 4,000 = 16,000: the target and the reserve fill the hard limit
+    # exactly (a larger target would loosen the ADR's, tests/test_adr_limits.py).
+    repo.write(POLICY_PATH, POLICY.replace("reserve_tokens: 1500", "reserve_tokens: 4000"))
     repo.commit()
     assert cli(["build", PACKET], cwd=repo.path).code == 0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pygit2
 
+from governance.core import adr
 from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR, POLICY_PATH
 from governance.core.paths import refuse_linked_folders
 from governance.core.policy import Policy
@@ -45,18 +46,27 @@ def policy_text() -> str:
     return f"""\
 # The capsule policy: every capsule is built under the policy committed at
 # its build commit, so a later change here never changes an old capsule.
+#
+# These values are the limits of {adr.ADR}, which capsule/1 enforces: change
+# any to tighten it (a lower target, hard limit or read count, a larger
+# reserve), never to loosen it; a looser number is refused by build, check
+# and the hooks as loosens_adr_limit (exit 2).
 
 # The most a capsule may cost, in estimated tokens (the capsule file's
-# UTF-8 bytes / 3, rounded up). A packet may set its own budget.target_tokens.
+# UTF-8 bytes / 3, rounded up); at most {adr.MAX_TARGET_TOKENS}. A packet may set its own
+# budget.target_tokens, held to the same limit.
 target_tokens: {d.target_tokens}
 
-# No capsule may exceed this, less reserve_tokens, whatever its target.
+# No capsule may exceed this, less reserve_tokens, whatever its target;
+# at most {adr.MAX_HARD_LIMIT_TOKENS}.
 hard_limit_tokens: {d.hard_limit_tokens}
 
-# Tokens kept free under the hard limit for the agent's own answer.
+# Tokens kept free under the hard limit for the agent's own answer; at
+# least {adr.MIN_RESERVE_TOKENS}.
 reserve_tokens: {d.reserve_tokens}
 
-# The most required_reads a packet may list; split a packet that needs more.
+# The most required_reads a packet may list (at most {adr.MAX_REQUIRED_READS}); split a
+# packet that needs more.
 max_required_reads: {d.max_required_reads}
 
 # How tokens are estimated; {d.estimator} is the only estimator of capsule/1.

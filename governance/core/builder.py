@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from governance.core import budget, canonical
+from governance.core import adr, budget, canonical
 from governance.core.capsule import (
     PACKET_FILE,
     PACKETS_DIR,
@@ -119,11 +119,17 @@ def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
     return costs
 
 
-def build_capsule(snapshot: Snapshot, packet_path: str, *, scan_secrets: bool = True) -> Built:
+def build_capsule(
+    snapshot: Snapshot, packet_path: str, *, scan_secrets: bool = True, adr_limits: bool = True
+) -> Built:
     """The capsule of ``packet_path`` at ``snapshot``, or the first failure.
     ``scan_secrets`` False leaves out the secret scan: replay rebuilds a
-    record's bytes as history has them, and suggest's fit only asks sizes."""
-    built = _build(snapshot, packet_path, Failures(collect=False), scan_secrets=scan_secrets)
+    record's bytes as history has them, and suggest's fit only asks sizes.
+    ``adr_limits`` False only for replay of a record that predates them."""
+    failures = Failures(collect=False)
+    built = _build(
+        snapshot, packet_path, failures, scan_secrets=scan_secrets, adr_limits=adr_limits
+    )
     assert built is not None  # without collecting, every failure raises
     return built
 
@@ -145,7 +151,7 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
     judged before any selection is read); and its warnings."""
     failures = Failures(collect=True)
     try:
-        _build(snapshot, packet_path, failures, scan_secrets=True)
+        _build(snapshot, packet_path, failures, scan_secrets=True, adr_limits=True)
     except CapsuleError as exc:
         failures.add(exc)
     from governance.core.overlap import overlaps  # noqa: PLC0415 (a replay never asks)
@@ -155,7 +161,12 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
 
 
 def _build(
-    snapshot: Snapshot, packet_path: str, failures: Failures, *, scan_secrets: bool
+    snapshot: Snapshot,
+    packet_path: str,
+    failures: Failures,
+    *,
+    scan_secrets: bool,
+    adr_limits: bool,
 ) -> Built | None:
     check_path(packet_path)
     if packet_id_of(packet_path) is None:
@@ -176,6 +187,8 @@ def _build(
         policy, policy_fragment = snapshot.memo(
             "policy", policy_file.source, lambda: parsed_policy(policy_file)
         )
+        if adr_limits:
+            adr.check_policy(policy)
     packet_file = read_whole(snapshot, packet_path, policy=policy)
     with _naming(packet_path):
         # The packet's id must match its folder: the parse depends on the path too.
@@ -190,6 +203,8 @@ def _build(
         )
         if packet.target_tokens is not None:
             check_packet_target(policy, packet.target_tokens, path=packet_path)
+            if adr_limits:
+                adr.check_packet_target(packet.target_tokens, path=packet_path)
     scan: Scan | None = None
     if scan_secrets:
         try:

@@ -18,6 +18,7 @@ from governance.core.capsule import FULL_COMMIT, SCHEMA_V1
 from governance.core.hashing import sha256_hex
 from governance.core.snapshot import Snapshot, commit_tree
 from governance.errors import CapsuleError, SourceError
+from governance.history.pre_adr import predates_adr_limits
 
 if TYPE_CHECKING:
     from governance.core.builder import Built
@@ -106,7 +107,13 @@ def replay_capsule(
     snapshot = Snapshot(repo=repo, tree=commit_tree(obj), commit_id=str(obj.id), cache=cache)
     # No secret scan: a record's bytes are history (audit reports what today's
     # scan would refuse, record_rules.secret_findings).
-    built = build_capsule(snapshot, capsule.document["packet"]["path"], scan_secrets=False)
+    # A record that predates the ADR's limits rebuilds by the rules it was built under.
+    built = build_capsule(
+        snapshot,
+        capsule.document["packet"]["path"],
+        scan_secrets=False,
+        adr_limits=not predates_adr_limits(obj),
+    )
     differences: tuple[Difference, ...] = ()
     if built.data != capsule.data:
         differences = tuple(diff_paths(capsule.document, built.document))
@@ -141,7 +148,9 @@ def rebuilds_identically(
     try:
         # commit_tree: a treeless clone lacks it; the full rules then say object_missing.
         snapshot = Snapshot(repo=repo, tree=commit_tree(found), commit_id=commit, cache=cache)
-        built = build_capsule(snapshot, packet_path, scan_secrets=False)
+        built = build_capsule(
+            snapshot, packet_path, scan_secrets=False, adr_limits=not predates_adr_limits(found)
+        )
     except (CapsuleError, pygit2.GitError):
         # Not the builder's bytes: the rules decide, in their order (git's error
         # in the rebuild comes after a pre-check that fails).
