@@ -191,7 +191,7 @@ def parse_headings(text: str) -> list[Heading]:
     scanned = scan_headings(text)
     if scanned is None:
         return _markdown_it_headings(text)
-    return [_scanned(line, level, content) for line, level, content in scanned]
+    return [_scanned(line, end, level, content) for line, end, level, content in scanned]
 
 
 # The last heading scanned with each source text: with no link references (a
@@ -205,14 +205,14 @@ _RENDERED_MAX = 2048
 _RENDERED_LONGEST = 200
 
 
-def _scanned(line: int, level: int, content: str) -> Heading:
+def _scanned(line: int, end_line: int, level: int, content: str) -> Heading:
     known = _RENDERED.get(content)
     if known is None:
-        heading = _heading(line, line, level, content, {})
-    elif known.line == line and known.level == level:
+        heading = _heading(line, end_line, level, content, {})
+    elif known.line == line and known.end_line == end_line and known.level == level:
         return known
     else:
-        heading = Heading(line, line, level, known.text, known.slug)
+        heading = Heading(line, end_line, level, known.text, known.slug)
     if len(content) <= _RENDERED_LONGEST:
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()

@@ -1,41 +1,50 @@
-"""The ATX headings of a plain Markdown file by a line scan, or None where a line
-scan cannot settle them: ``parse_headings`` takes the scan's answer and parses
-in full only when it declines. The answer must be the one markdown-it-py's
-parse (CommonMark with tables) gives, never a guess, so the scan declines
-whatever could make the two differ. It is given what markdown-it is given: the
-text without a BOM, its front matter blanked.
+"""The headings of a Markdown file by a line scan, or None where a line scan
+cannot settle them: ``parse_headings`` takes the scan's answer and parses in
+full only when it declines. The answer must be the one markdown-it-py's parse
+(CommonMark with tables) gives, never a guess, so the scan declines whatever
+could make the two differ. It is given what markdown-it is given: the text
+without a BOM, its front matter blanked.
 
-What it declines: CR or NUL (markdown-it rewrites them); outside a fence, a
-line whose first character after indentation and list markers is ``<`` or
-``>`` (every HTML block and blockquote starts so, also in a list item), a
-heading or fence on a list item's first line, and a heading or fence line
-indented by 4 or more columns or by a tab (it may be a list item's content);
-a list that may be nested 9 deep (markdown-it stops at 20 levels, two per
-list, and drops the rest of the text); a setext underline after a line that
-could end a paragraph; a heading or fence line holding ``|`` above a line
-that could be a table's delimiter row; a heading holding ``[`` when a line
-could define a link reference (the link's text would depend on it).
+What it settles. Outside a fence, a heading or fence line indented 0-3 spaces
+always starts its block: headings and fences end paragraphs, tables and link
+definitions, are never a lazy continuation, and indented code needs 4 columns
+past the content column. A fence opened at column 0 or 1 is in no list item:
+it ends at its closing line or at the end. An HTML block or a blockquote
+opened at column 0 or 1 is in no list item either (both end paragraphs), and
+ends where headings_blocks says; an HTML block holds no heading, a
+blockquote's content is scanned as a document of its own. A list item
+(opened after a blank line, a settled block, or a paragraph it may end) runs
+while its lines are blank or indented to its content, until a line that
+starts another block; its content, that indentation taken off, is scanned as
+a document of its own, and one line of text followed by another item needs no
+more. A setext heading is settled when its text is one plain line after a
+blank line or a settled block.
 
-Why what is left is exact. Outside fences the only containers are list items,
-whose content starts at column 2 or more. A heading or fence line indented 0-3
-spaces always starts its block: headings and fences end paragraphs, tables and
-link definitions, are never a lazy continuation, and indented code needs 4
-columns past the content column. So each such heading line outside a fence
-is a heading (in a list item or not) with the line's own text. A fence opened
-at column 0 or 1 is not in a list item: it ends at its closing line or at the
-end, as the scan tracks. A fence opened at column k = 2 or 3 may be in a list
-item, which would end it at the first non-blank line indented less than the
-item's content: the scan answers only if every non-blank line through the
-closer starts with k spaces, and no line of the fence's marker indented 4 or
-more columns could close it. Inside a fence every line is content.
+What it declines, or leaves to the older rules (which then decline what may
+be in a list item): CR or NUL (markdown-it rewrites them); a line of a list
+item or a blockquote that may continue a paragraph lazily, or a tab in their
+indentation; an HTML block or a blockquote indented 2 or 3 (it may be a list
+item's content), and an HTML block of kind 7 that may be a paragraph's line;
+a heading or fence line indented by 4 or more columns or by a tab; a fence
+opened at column k = 2 or 3 (it may be a list item's) unless every non-blank
+line through the closer starts with k spaces and no line of its marker
+indented 4 or more could close it; a list that may be nested 9 deep
+(markdown-it stops at 20 levels, two per list, one per blockquote, and drops
+the rest of the text); a setext underline under any other line; a heading or
+fence line holding ``|`` above a line that could be a table's delimiter row;
+a heading with a bracket whose text a link reference definition of the text
+could name (the link's text would depend on it).
 
 tests/test_headings_scan.py compares it with the full parse on generated
-documents and this repository's Markdown; bench/bench_headings.py times it.
+documents, this repository's Markdown and the vendored RFCs;
+bench/bench_headings.py and bench/bench_real_markdown.py time it.
 """
 
 from __future__ import annotations
 
 import re
+
+from governance.core.headings_blocks import html_end, html_kind, is_rule, item_lines, quote_lines
 
 _MARKER = r"(?:[-+*]|[0-9]{1,9}[.)])"
 # Each pattern starts with a literal line feed (the text is searched with one
@@ -59,12 +68,22 @@ _LINE = re.compile(
     r"|(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)"
     r"|(?P<under>=+|-+)[ \t]*"
     r")(?=\n|$)"
-    # An HTML block or a blockquote (also in a list item), or a heading or
-    # fence on a list item's first line.
-    rf"|(?P<container>(?:{_MARKER}[ \t]+)*[<>]|(?:{_MARKER}[ \t]+)+(?:#|```|~~~)))"
+    # An HTML block, a blockquote or a list item, perhaps (headings_blocks).
+    r"|(?P<block>[<>])"
+    rf"|(?P<item>{_MARKER})(?=[ \t\n]|$))"
 )
-# A line where a link reference definition could start.
-_DEFINITION = re.compile(rf"\n[ \t]*(?:{_MARKER}[ \t]+)*\[")
+# After a list marker: a heading, a fence, an HTML block or a blockquote,
+# perhaps, or a further marker opening one.
+_OPENS_BLOCK = re.compile(rf"(?:[ \t]+{_MARKER})*[ \t]+(?:[<>]|#|```|~~~)")
+# A list item's line indented at most k columns, k = 0 to 3, or the end.
+_SIBLING = [re.compile(rf"\n {{0,{k}}}{_MARKER}(?:[ \t]|\n|$)|$") for k in range(4)]
+# Where a link reference definition could start: a line's first character
+# after indentation, blockquote and list markers (characters of them: a
+# repeated group would keep state per repetition) is '[', and a ']:' closes
+# its label (no unescaped '[' in it; it may span lines).
+_DEFINITION = re.compile(r"\n[ \t>0-9.)*+-]*\[(?P<label>(?:[^\[\]\\]|\\[\s\S])*)\]:")
+# Innermost brackets of a heading: a label a link of it could name.
+_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 # A line that could be a table's delimiter row (markdown-it checks more).
 _DELIMITER_ROW = re.compile(r"[ \t]*[-|:][-|: \t]*")
 # A non-blank line starting with fewer than k spaces, k = 2 and 3.
@@ -76,38 +95,84 @@ TRIM = (
     + "".join(map(chr, range(0x2000, 0x200B)))
     + "\u2028\u2029\u202f\u205f\u3000"
 )
+# Whitespace a label's comparison collapses: markdown-it's trim set and more,
+# so two labels it takes as equal are equal here too.
+_SPACES = re.compile("[\\s" + re.escape(TRIM) + "]+")
 
 
-def scan_headings(text: str) -> list[tuple[int, int, str]] | None:
+def scan_headings(text: str) -> list[tuple[int, int, int, str]] | None:
     """(line, level, source text) of each heading of ``text`` as the full parse
     finds them, or None when the scan declines. ``text`` is what markdown-it is
     given: without a BOM, its front matter blanked."""
     if "\r" in text or "\x00" in text:
         return None
     text = "\n" + text
-    for nested in _NESTED.finditer(text):
+    return _scan(text, _labels(text), 0)
+
+
+def _labels(text: str) -> frozenset[str] | None:
+    """The keys of every label the text could define a link reference for,
+    wherever it could, or None when one spans lines (its prefixes unknown)."""
+    keys: set[str] = set()
+    for found in _DEFINITION.finditer(text):
+        label = found.group("label")
+        if "\n" in label:
+            return None
+        keys |= _keys(label)
+    return frozenset(keys)
+
+
+def _keys(label: str) -> set[str]:
+    # Coarser than markdown-it's normalizeReference (trim, collapse
+    # whitespace, lower then upper case): never two keys where it has one.
+    plain = _SPACES.sub(" ", label).strip(" ")
+    return {plain.lower().upper(), plain.casefold()}
+
+
+def _may_reference(content: str, labels: frozenset[str] | None) -> bool:
+    # Could a link of this heading name a defined label (so its text depend on it)?
+    if "[" not in content or labels == frozenset():
+        return False
+    if labels is None or "\\" in content:
+        return True
+    return any(_keys(inner) & labels for inner in _BRACKETS.findall(content))
+
+
+def _scan(
+    text: str, labels: frozenset[str] | None, levels: int, *, nesting: bool = True
+) -> list[tuple[int, int, int, str]] | None:
+    # ``text`` starts with a line feed; ``levels`` of markdown-it's nesting
+    # enclose it (a blockquote is one, a list and its item two).
+    # The nesting of lists, judged from the indentation of each line: an
+    # item's content, with its indentation taken off, is judged already
+    # (each item took 2 columns or more and adds 2 levels), a quote's not.
+    for nested in _NESTED.finditer(text) if nesting else ():
         indent = nested.group("indent")
         columns = len(indent) + 3 * indent.count("\t")  # a tab is at most 4 columns
         # Each list nested in another starts at least 2 columns further right,
         # or is a further marker on the same line.
         depth = columns // 2 + len(_MARKERS.findall(nested.group("chain"))) + 1
-        if depth >= _DEEPEST:
+        if 2 * depth + levels >= 2 * _DEEPEST:
             return None
-    found: list[tuple[int, int, str]] = []
+    found: list[tuple[int, int, int, str]] = []
     line = 0  # the prepended line feed
     at = 0
     fence: str | None = None  # the open fence's marker
     fence_indent = 0
     fence_end = 0  # where its opening line ends
-    settled = -1  # where the last heading or closing fence line ends
-    definitions: bool | None = None  # could the text define link references?
-    for match in _LINE.finditer(text):
+    settled = -1  # where the last heading, closing fence line or block ends
+    search = _LINE.search
+    match = search(text)
+    current = -1  # where the line of the match before this one starts
+    while match is not None:
         start = match.start() + 1  # the line's first character
+        previous, current = current, start
         line += text.count("\n", at, start)
         at = start
         # Every group at once (the pattern's groups in order; a test checks it).
-        indent, atx, rest, marker, info, under, container = match.groups()
+        indent, atx, rest, marker, info, under, block, item = match.groups()
         inset = len(indent) >= 4 or "\t" in indent
+        end = match.end()
         if fence is not None:
             if (
                 marker is None
@@ -115,48 +180,174 @@ def scan_headings(text: str) -> list[tuple[int, int, str]] | None:
                 or len(marker) < len(fence)
                 or info.strip(" \t")
             ):
+                match = search(text, end)
                 continue  # the fence's content
             if inset:
                 if fence_indent >= 2:
                     return None  # would close it inside a list item
+                match = search(text, end)
                 continue  # indented code would not close it: content
-            if fence_indent >= 2 and _SHORT[fence_indent].search(text, fence_end, match.end()):
+            if fence_indent >= 2 and _SHORT[fence_indent].search(text, fence_end, end):
                 return None  # a line that may have ended a list item holding the fence
             fence = None
-            settled = match.end()
+            settled = end
+            match = search(text, end)
             continue
-        if container is not None:
-            return None
-        if under is not None:
+        if item is not None:
+            inner = listed = None
+            after = start - 1 == settled or _blank_before(text, start)
+            line_end = _line_end(text, start)
             if (
-                line > 1
-                and start - 1 != settled
-                and text[text.rfind("\n", 0, start - 1) + 1 : start - 1].strip(" \t")
+                not inset
+                and not _OPENS_BLOCK.match(text, end)
+                and _SIBLING[len(indent)].match(text, line_end)
             ):
-                return None  # a setext underline, perhaps
+                # One line of text, then an item of this list or an outer one
+                # (at most as indented): a line the scan has no more to say of.
+                settled = line_end
+                match = search(text, line_end)
+                continue
+            if not (
+                inset
+                or is_rule(text[start + len(indent) : line_end])
+                or (not after and _cannot_interrupt(text, start + len(indent), item))
+            ):
+                if levels + 2 >= 2 * _DEEPEST:
+                    return None
+                listed = item_lines(text, start + len(indent), len(indent))
+                if listed is not None:
+                    inner = _scan("\n" + "\n".join(listed[0]), labels, levels + 2, nesting=False)
+            if listed is None or inner is None:
+                # Indented text, a thematic break, a paragraph's text, or an
+                # item the scan cannot bound: scanned as text, as if no list
+                # item held it, which a block opening after the marker is not.
+                if _OPENS_BLOCK.match(text, end):
+                    return None
+                match = search(text, end)
+                continue
+            found += _shifted(inner, line)
+            settled = listed[1]
+            match = search(text, settled)
+            continue
+        if block is not None:
+            # At column 0 or 1 no list item holds the line (its content starts
+            # at column 2 or more), and neither block is a lazy continuation.
+            if len(indent) > 1 or "\t" in indent:
+                return None
+            after = start - 1 == settled or _blank_before(text, start)
+            closed = _block(
+                text, start + len(indent), block, after_blank=after, labels=labels, levels=levels
+            )
+            if closed is None:
+                return None
+            end, inner = closed
+            found += _shifted(inner, line)
+            settled = end
+            match = search(text, end)
+            continue
+        match = search(text, end)
+        if under is not None:
+            before = text.rfind("\n", 0, start - 1)
+            if line > 1 and start - 1 != settled and text[before + 1 : start - 1].strip(" \t"):
+                # A setext underline, perhaps: settled where its paragraph is
+                # the one line after a blank line or a block.
+                title = text[before + 1 : start - 1]
+                if (
+                    inset
+                    or previous == before + 1  # the pattern matched it: no plain line
+                    or not _plain_title(title)
+                    or not (before == settled or _blank_before(text, before + 1))
+                    or _may_reference(title, labels)
+                ):
+                    return None
+                found.append((line - 1, line, 1 if under[0] == "=" else 2, title.strip(TRIM)))
+                settled = end
             continue
         if inset:
             return None
-        if "|" in match.group(0) and _DELIMITER_ROW.fullmatch(_next_line(text, match.end())):
+        if "|" in text[start:end] and _DELIMITER_ROW.fullmatch(_next_line(text, end)):
             return None  # a table's header row, perhaps
         if marker is not None:
             if marker[0] == "`" and "`" in info:
                 continue  # not a fence: paragraph text
             fence = marker
             fence_indent = len(indent)
-            fence_end = match.end()
+            fence_end = end
             continue
         content = _content(rest or "")
-        if "[" in content:
-            if definitions is None:
-                definitions = _DEFINITION.search(text) is not None
-            if definitions:
-                return None  # what a link in it means depends on them
-        found.append((line, len(atx), content))
-        settled = match.end()
+        if _may_reference(content, labels):
+            return None  # what a link in it means depends on a definition
+        found.append((line, line, len(atx), content))
+        settled = end
     if fence is not None and fence_indent >= 2 and _SHORT[fence_indent].search(text, fence_end):
         return None
     return found
+
+
+def _plain_title(line: str) -> bool:
+    # A line that can only be a paragraph's (the pattern matched none of its
+    # other blocks): not indented 4 or more, no thematic break, no table's
+    # header, no link reference definition.
+    body = line.lstrip(" ")
+    return (
+        len(line) - len(body) <= 3
+        and not body.startswith(("\t", "["))
+        and "|" not in body
+        and not is_rule(body)
+    )
+
+
+def _cannot_interrupt(text: str, start: int, marker: str) -> bool:
+    # A list item may end a paragraph only if it has content, and an ordered
+    # one only if it starts at 1.
+    content = text[start + len(marker) : _line_end(text, start)]
+    return not content.strip(" \t") or (marker[0].isdigit() and int(marker[:-1]) != 1)
+
+
+def _shifted(inner: list[tuple[int, int, int, str]], line: int) -> list[tuple[int, int, int, str]]:
+    # The headings of a block's content, numbered from its first line ``line``.
+    return [(line + a - 1, line + b - 1, level, content) for a, b, level, content in inner]
+
+
+def _blank_before(text: str, start: int) -> bool:
+    # The line before the one at ``start`` is blank, or there is none.
+    return start <= 1 or not text[text.rfind("\n", 0, start - 1) + 1 : start - 1].strip(" \t")
+
+
+def _block(
+    text: str,
+    start: int,
+    kind: str,
+    *,
+    after_blank: bool,
+    labels: frozenset[str] | None,
+    levels: int,
+) -> tuple[int, list[tuple[int, int, int, str]]] | None:
+    """Where the HTML block or blockquote at ``start`` ends, and the headings
+    of a blockquote (numbered from its first line); None to decline."""
+    line_end = _line_end(text, start)
+    if "|" in text[start:line_end] and _DELIMITER_ROW.fullmatch(_next_line(text, line_end)):
+        return None  # a table's header row, perhaps
+    if kind == "<":
+        html = html_kind(text[start:line_end])
+        if html is None or (html == 7 and not after_blank):
+            return None  # a version-dependent name; a paragraph's line, perhaps
+        if html == 0:
+            return line_end, []  # a paragraph's text
+        return html_end(text, start, html), []
+    if levels + 1 >= 2 * _DEEPEST:
+        return None
+    quoted = quote_lines(text, start)
+    if quoted is None:
+        return None
+    lines, end = quoted
+    inner = _scan("\n" + "\n".join(lines), labels, levels + 1)
+    return None if inner is None else (end, inner)
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
 
 
 def _next_line(text: str, end: int) -> str:

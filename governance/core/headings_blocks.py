@@ -1,0 +1,273 @@
+"""The HTML blocks, blockquotes and list items of the heading scan: where
+each one that starts at the top level of a document ends, as markdown-it-py's
+block rules end it (CommonMark), or None where the scan cannot be sure.
+
+An HTML block holds no heading; its kind (CommonMark's seven start
+conditions) says where it ends: kinds 1 to 5 at the line holding their
+closing text (``-->``, ``?>``, ``>``, ``]]>``, a closing ``</pre>`` and its
+kin), kinds 6 and 7 before the first blank line. A blockquote ends at a blank
+line, after a line that is blank inside it (``>`` alone) at the next line
+without a ``>``, or at a line that starts another block (a heading, a fence,
+a thematic break, a list item, an HTML block of kinds 1 to 6); any other line
+without ``>`` would continue a paragraph of it lazily, which the scan leaves
+to the parse. A list item runs while its lines are blank or indented to its
+content (the marker's width and the spaces after it, or one when they are
+five or more or nothing follows), until a line indented less: after a blank
+line, or one that starts another block (any other may continue a paragraph
+of the item lazily: the scan declines). The content of each (a
+quote's lines after their ``>`` and one optional space, an item's after its
+indentation) is scanned as a document of its own.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CommonMark 0.31's block-level tag names (start condition 6). A test holds it
+# to markdown-it-py's list; "search" and "source" are where versions differ.
+BLOCK_NAMES = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "base",
+        "basefont",
+        "blockquote",
+        "body",
+        "caption",
+        "center",
+        "col",
+        "colgroup",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "frame",
+        "frameset",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "header",
+        "hr",
+        "html",
+        "iframe",
+        "legend",
+        "li",
+        "link",
+        "main",
+        "menu",
+        "menuitem",
+        "nav",
+        "noframes",
+        "ol",
+        "optgroup",
+        "option",
+        "p",
+        "param",
+        "search",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "title",
+        "tr",
+        "track",
+        "ul",
+    }
+)
+UNSETTLED_NAMES = frozenset({"search", "source"})
+_RAW = re.compile(r"<(?i:script|pre|style|textarea)(?=\s|>|$)")
+_RAW_END = re.compile(r"</(?i:script|pre|style|textarea)>")
+_NAMED = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)(?=\s|/?>|$)")
+_ATTRIBUTE = r"\s+[A-Za-z_:][A-Za-z0-9:._-]*(?:\s*=\s*(?:[^\"'=<>`\x00-\x20]+|'[^']*'|\"[^\"]*\"))?"
+_LONE_TAG = re.compile(
+    rf"(?:<[A-Za-z][A-Za-z0-9-]*(?:{_ATTRIBUTE})*\s*/?>|</[A-Za-z][A-Za-z0-9-]*\s*>)\s*"
+)
+# (start, end) of kinds 2 to 5, in CommonMark's order.
+_CLOSED = (
+    ("<!--", "-->"),
+    ("<?", "?>"),
+    ("<![CDATA[", "]]>"),
+)
+_DECLARATION = re.compile(r"<![A-Za-z]")
+# A line that starts another block and so ends a blockquote (not `>`, not
+# indented 4 or more): a heading, a fence, a list item, a thematic break.
+_ENDS_QUOTE = re.compile(
+    r" {0,3}(?:#{1,6}(?:[ \t]|$)|`{3,}[^`]*$|~{3,}|(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$)"
+    r"|(?:\*[ \t]*){3,}$|(?:-[ \t]*){3,}$|(?:_[ \t]*){3,}$)"
+)
+_BLANK = re.compile(r"[ \t]*")
+
+
+def html_kind(line: str) -> int | None:
+    """The start condition (1-7) an HTML block opening with ``line`` meets
+    (its text from the ``<`` on), 0 for none, None for a tag name
+    markdown-it-py versions disagree on."""
+    if _RAW.match(line):
+        return 1
+    if line.startswith("<!--"):
+        return 2
+    if line.startswith("<?"):
+        return 3
+    if line.startswith("<![CDATA["):
+        return 5
+    if _DECLARATION.match(line):
+        return 4
+    named = _NAMED.match(line)
+    if named:
+        name = named.group(1).lower()
+        if name in UNSETTLED_NAMES:
+            return None
+        if name in BLOCK_NAMES:
+            return 6
+    return 7 if _LONE_TAG.fullmatch(line) else 0
+
+
+def html_end(text: str, start: int, kind: int) -> int:
+    """Where the HTML block of ``kind`` whose first line starts at ``start``
+    (its ``<``) ends: the end of its last line."""
+    end = _line_end(text, start)
+    if kind >= 6:
+        # Up to the first blank line, which is not part of it.
+        at = end
+        while at < len(text):
+            following = _line_end(text, at + 1)
+            if _BLANK.fullmatch(text, at + 1, following):
+                return at
+            at = following
+        return at
+    if kind == 1:
+        found = _RAW_END.search(text, start)
+        close = found.start() if found else -1
+    else:
+        closing = ">" if kind == 4 else dict(_CLOSED)[_opening(text, start)]
+        close = text.find(closing, start)
+    return len(text) if close < 0 else _line_end(text, close)
+
+
+def _opening(text: str, start: int) -> str:
+    for opening, _ in _CLOSED:
+        if text.startswith(opening, start):
+            return opening
+    raise AssertionError("not a closed HTML block")  # pragma: no cover
+
+
+def quote_lines(text: str, start: int) -> tuple[list[str], int] | None:
+    """The content lines of the blockquote whose first line starts at
+    ``start`` (at its first ``>``), and where its last line ends; None for a
+    lazy line, or a tab after a ``>`` (its width depends on the column)."""
+    lines: list[str] = []
+    at = start
+    empty = False
+    while True:
+        end = _line_end(text, at)
+        marker = text.find(">", at, end)
+        if marker < 0 or not _BLANK.fullmatch(text, at, marker):
+            # Not a line of the quote: the first line always is.
+            if empty or ends_block(text[at:end]):
+                return lines, at - 1
+            return None
+        content = marker + 1
+        if text.startswith("\t", content):
+            return None
+        if text.startswith(" ", content):
+            content += 1
+        lines.append(text[content:end])
+        empty = _BLANK.fullmatch(text, content, end) is not None
+        if end >= len(text):
+            return lines, end
+        at = end + 1
+        if _BLANK.fullmatch(text, at, _line_end(text, at)):
+            return lines, end
+
+
+def ends_block(line: str) -> bool:
+    """Whether ``line``, not indented 4 or more, starts a block that ends a
+    paragraph (so it is no lazy continuation of one): a heading, a fence, a
+    blockquote, a list item, a thematic break, an HTML block of kinds 1 to 6."""
+    if _ENDS_QUOTE.match(line) or _ends_with_html(line):
+        return True
+    body = line.lstrip(" ")
+    return len(line) - len(body) <= 3 and body.startswith(">")
+
+
+_ITEM = re.compile(r"([-+*]|[0-9]{1,9}[.)])( *)(.*)")
+_RULE = re.compile(r"(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,}")
+
+
+def is_rule(line: str) -> bool:
+    """Whether ``line`` (from its first character after indentation) is a thematic break."""
+    return _RULE.fullmatch(line) is not None
+
+
+def item_lines(text: str, start: int, indent: int) -> tuple[list[str], int] | None:
+    """The content lines of the list item whose marker starts at ``start``,
+    indented ``indent`` columns, each with the item's content indentation
+    taken off, and where its last line ends; None for a tab in its
+    indentation, or a line that may continue its paragraph lazily."""
+    end = _line_end(text, start)
+    item = _ITEM.fullmatch(text, start, end)
+    if item is None:
+        return None  # a tab after the marker
+    marker, spaces, content = item.groups()
+    if content.startswith("\t") or (not content and "\t" in text[start:end]):
+        return None
+    if not content:
+        # Content starts on the next line; a blank one there ends the item.
+        column = indent + len(marker) + 1
+        if end < len(text) and _BLANK.fullmatch(text, end + 1, _line_end(text, end + 1)):
+            return [""], _line_end(text, end + 1)
+        lines = [""]
+    elif len(spaces) > 4:
+        column = indent + len(marker) + 1  # indented code after the marker
+        lines = [" " * (len(spaces) - 1) + content]
+    else:
+        column = indent + len(marker) + len(spaces)
+        lines = [content]
+    open_paragraph = bool(content)
+    while end < len(text):
+        at = end + 1
+        end = _line_end(text, at)
+        line = text[at:end]
+        body = line.lstrip(" ")
+        if not body.strip(" \t"):
+            lines.append("")
+            open_paragraph = False
+            continue
+        if body.startswith("\t"):
+            return None
+        if len(line) - len(body) >= column:
+            lines.append(line[column:])
+            open_paragraph = True
+            continue
+        if open_paragraph and not ends_block(line):
+            return None  # lazy, perhaps
+        return lines, at - 1
+    return lines, end
+
+
+def _ends_with_html(line: str) -> bool:
+    # An HTML block of kinds 1 to 6 (not indented 4 or more) ends a blockquote.
+    body = line.lstrip(" ")
+    return len(line) - len(body) <= 3 and html_kind(body) in (1, 2, 3, 4, 5, 6)
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
