@@ -23,12 +23,14 @@ blank line or a settled block.
 What it declines, or leaves to the older rules (which then decline what may
 be in a list item): CR or NUL (markdown-it rewrites them); a line of a list
 item or a blockquote that may continue a paragraph lazily, or a tab in their
-indentation; an HTML block or a blockquote indented 2 or 3 (it may be a list
-item's content), and an HTML block of kind 7 that may be a paragraph's line;
-a heading or fence line indented by 4 or more columns or by a tab; a fence
-opened at column k = 2 or 3 (it may be a list item's) unless every non-blank
-line through the closer starts with k spaces and no line of its marker
-indented 4 or more could close it; a list that may be nested 9 deep
+indentation; once the scan has taken a list marker's line for text (an item
+it could not bound may hold what follows), an HTML block or a blockquote
+indented 2 or 3 and a heading or fence line indented 4 or more or by a tab
+(before that, every line it meets is at the top level, where such a line is
+indented code or a paragraph's); an HTML block of kind 7 that may be a
+paragraph's line; a fence opened at column k = 2 or 3 (it may be a list
+item's) unless every non-blank line through the closer starts with k spaces
+and no line of its marker indented 4 or more could close it; a list that may be nested 9 deep
 (markdown-it stops at 20 levels, two per list, one per blockquote, and drops
 the rest of the text); a setext underline under any other line; a heading or
 fence line holding ``|`` above a line that could be a table's delimiter row;
@@ -161,6 +163,10 @@ def _scan(
     fence_indent = 0
     fence_end = 0  # where its opening line ends
     settled = -1  # where the last heading, closing fence line or block ends
+    # Whether a line may be in a list item the scan did not bound (it took a
+    # marker's line for text): until then every line it meets is at the top
+    # level of ``text``, where a line indented 4 or more is no heading.
+    loose = False
     search = _LINE.search
     match = search(text)
     current = -1  # where the line of the match before this one starts
@@ -223,6 +229,9 @@ def _scan(
                 # item held it, which a block opening after the marker is not.
                 if _OPENS_BLOCK.match(text, end):
                     return None
+                # Indented 4 or more at the top level, or a thematic break, is
+                # no item; anything else may be one.
+                loose = loose or not (inset or is_rule(text[start + len(indent) : line_end]))
                 match = search(text, end)
                 continue
             found += _shifted(inner, line)
@@ -231,8 +240,12 @@ def _scan(
             continue
         if block is not None:
             # At column 0 or 1 no list item holds the line (its content starts
-            # at column 2 or more), and neither block is a lazy continuation.
-            if len(indent) > 1 or "\t" in indent:
+            # at column 2 or more), and neither block is a lazy continuation;
+            # nor at 2 or 3 while no item may be open.
+            if inset and not loose:
+                match = search(text, end)
+                continue  # indented code, or a paragraph's text
+            if len(indent) > (3 if not loose else 1) or "\t" in indent:
                 return None
             after = start - 1 == settled or _blank_before(text, start)
             closed = _block(
@@ -264,7 +277,9 @@ def _scan(
                 settled = end
             continue
         if inset:
-            return None
+            if loose:
+                return None  # it may be a list item's
+            continue  # indented code, or a paragraph's text: no heading, no fence
         if "|" in text[start:end] and _DELIMITER_ROW.fullmatch(_next_line(text, end)):
             return None  # a table's header row, perhaps
         if marker is not None:
