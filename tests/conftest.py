@@ -8,6 +8,8 @@ from hypothesis import HealthCheck, settings
 
 from governance.cli import main
 from support.gitrepo import POLICY, ROADMAP, Repo, Result, isolated, packet_yaml
+from support.history import History, make_history
+from support.signing import Key, make_key
 
 # No deadline and no too-slow health check for any property test: on a loaded
 # machine (two cores shared by a CI job, or pytest-xdist's workers) one example
@@ -55,3 +57,34 @@ def cli(
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def capsule(cli: Callable[..., Result], repo: Repo, tmp_path: Path) -> Path:
+    """P-1's capsule, built at HEAD into a file."""
+    target = tmp_path / "capsule.json"
+    assert cli(["build", "packets/P-1/packet.yml", "-o", str(target)], cwd=repo.path).code == 0
+    return target
+
+
+@pytest.fixture
+def history(cli: Callable[..., Result], repo: Repo) -> History:
+    """``repo`` with a history of records (support/history.py)."""
+    return make_history(cli, repo)
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> dict[str, Key]:
+    """Real ssh-keygen keys of alice, bob and mallory."""
+    return {name: make_key(tmp_path / "keys", name) for name in ("alice", "bob", "mallory")}
+
+
+@pytest.fixture
+def trusted(repo: Repo, keys: dict[str, Key]) -> Repo:
+    """``repo`` trusting alice's key (policies/allowed_signers), with a second
+    packet, P-2, reading docs/notes.md."""
+    repo.write("policies/allowed_signers", keys["alice"].signer("alice@example.org"))
+    repo.write("packets/P-2/packet.yml", packet_yaml("P-2", ["docs/notes.md"]))
+    repo.write("packets/P-2/context.md", "# P-2\n")
+    repo.commit("trust alice; add P-2")
+    return repo

@@ -17,7 +17,7 @@ import pytest
 from capsule_hooks import packets
 from governance.core.hashing import sha256_hex
 from governance.history.pre_adr import ADR_LIMITS_SINCE
-from support.gitrepo import POLICY, Repo, packet_yaml
+from support.gitrepo import POLICY, Repo, error_of, packet_yaml
 from support.history import audit, forge
 
 PACKET = "packets/P-1/packet.yml"
@@ -32,12 +32,6 @@ LOOSE = (
 # Committer dates on either side of the rule (tests/support pins 2026-01-01).
 BEFORE = "2026-06-01T12:00:00Z"
 AFTER = "2027-01-01T12:00:00Z"
-
-
-def error_of(cli, repo: Repo, argv: list[str]) -> tuple[int, dict[str, Any]]:
-    result = cli([*argv, "--json"], cwd=repo.path)
-    assert "Traceback" not in result.err
-    return result.code, json.loads(result.out)["error"]
 
 
 def with_key(key: str, value: int) -> str:

@@ -33,15 +33,9 @@ from support.history import (
     forge_target,
     forge_whole_read,
     git,
-    make_history,
     record,
     record_on_a_deleted_branch,
 )
-
-
-@pytest.fixture
-def history(cli, repo: Repo) -> History:
-    return make_history(cli, repo)
 
 
 def results(report: dict) -> dict[str, dict]:

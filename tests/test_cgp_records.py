@@ -8,33 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from governance.core.hashing import sha256_hex
 from support.cgp_session import Provider
-from support.gitrepo import Repo, Result, packet_yaml
+from support.gitrepo import Repo, Result
 from support.history import P2, record
-from support.signing import Key, make_key
+from support.signing import Key
 
 Cli = Callable[..., Result]
 ANCHOR = "capsule://packets/P-1"
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> dict[str, Key]:
-    return {name: make_key(tmp_path / "keys", name) for name in ("alice", "mallory")}
-
-
-@pytest.fixture
-def trusted(repo: Repo, keys: dict[str, Key]) -> Repo:
-    repo.write("policies/allowed_signers", keys["alice"].signer("alice@example.org"))
-    repo.write(P2, packet_yaml("P-2", ["docs/notes.md"]))
-    repo.write("packets/P-2/context.md", "# P-2\n")
-    repo.commit("trust alice; add P-2")
-    return repo
 
 
 @contextmanager

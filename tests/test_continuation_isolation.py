@@ -32,7 +32,7 @@ import pytest
 from test_continuation_run import (  # noqa: F401 (the fixtures)
     AS_ROOT,
     agent_python,
-    capsule,
+    drop_box,
     run,
     stub,
     stub_folder,
@@ -247,15 +247,6 @@ def _collusion_program() -> str:
     return COLLUDE.replace("UNIX_WITHOUT_SOCKET", UNIX_WITHOUT_SOCKET).replace(
         "CHANNELS\n", "".join(functions) + f"CHANNELS = {{{table}}}\n"
     )
-
-
-@pytest.fixture
-def drop_box(stub_folder: Path) -> Iterator[Path]:
-    """A folder any agent user may write to, outside every workspace."""
-    folder = Path(tempfile.mkdtemp(prefix="drop-", dir=stub_folder))
-    folder.chmod(0o1777)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _sysv_keys() -> set[int]:

@@ -21,13 +21,6 @@ ROADMAP = "docs/roadmap.md#phase-2"  # lines 9-16 of docs/roadmap.md
 PACKET = "packets/P-1/packet.yml"
 
 
-@pytest.fixture
-def capsule(cli, repo: Repo, tmp_path: Path) -> Path:
-    target = tmp_path / "capsule.json"
-    assert cli(["build", PACKET, "-o", str(target)], cwd=repo.path).code == 0
-    return target
-
-
 def quoting(capsule: Path, slot: str, *citations: Any, **changes: Any) -> dict[str, Any]:
     return honest(
         capsule,

@@ -46,7 +46,6 @@ from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.schema import validate
 from governance.errors import MalformedInput
-from support.gitrepo import Repo
 
 pytestmark = pytest.mark.slow
 
@@ -141,13 +140,6 @@ def stub(
         return str(path)
 
     return make
-
-
-@pytest.fixture
-def capsule(cli, repo: Repo, tmp_path: Path) -> Path:
-    target = tmp_path / "capsule.json"
-    assert cli(["build", PACKET, "-o", str(target)], cwd=repo.path).code == 0
-    return target
 
 
 def run(cli, capsule: Path, *args: str) -> tuple[int, dict]:

@@ -15,16 +15,8 @@ from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.schema import load_schema, validate
 from governance.errors import MalformedInput
-from support.gitrepo import Repo
 
 PACKET = "packets/P-1/packet.yml"
-
-
-@pytest.fixture
-def capsule(cli, repo: Repo, tmp_path: Path) -> Path:
-    target = tmp_path / "capsule.json"
-    assert cli(["build", PACKET, "-o", str(target)], cwd=repo.path).code == 0
-    return target
 
 
 def honest(capsule: Path, slot: str, **changes: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from governance.history.cpus import (
     usable_cpus,
 )
 from support.gitrepo import Repo
-from support.history import History, audit, make_history
+from support.history import History, audit
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -131,11 +131,6 @@ def test_auto_starts_a_process_per_full_share_of_work() -> None:
     assert pool.auto_jobs(items[:10], 8) == 1
     assert pool.auto_jobs([], 8) == 1
     assert pool.auto_jobs(items, 1) == 1
-
-
-@pytest.fixture
-def history(cli, repo: Repo) -> History:
-    return make_history(cli, repo)
 
 
 def test_auto_is_the_default_and_reports_the_processes_that_ran(cli, history: History) -> None:

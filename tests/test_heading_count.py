@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pygit2
 import pytest
@@ -19,7 +18,7 @@ from governance.core import headings as core_headings
 from governance.core import policy
 from governance.core.snapshot import Snapshot
 from governance.errors import SourceError
-from support.gitrepo import POLICY, Repo, packet_yaml
+from support.gitrepo import POLICY, Repo, error_of, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 
@@ -30,12 +29,6 @@ def headings(count: int) -> str:
 
 def with_count(limit: int) -> str:
     return POLICY + f"max_heading_count: {limit}\n"
-
-
-def error_of(cli, repo: Repo, argv: list[str]) -> tuple[int, dict[str, Any]]:
-    result = cli([*argv, "--json"], cwd=repo.path)
-    assert "Traceback" not in result.err
-    return result.code, json.loads(result.out)["error"]
 
 
 def test_heading_read_of_a_source_over_the_heading_count_is_refused(cli, repo: Repo) -> None:

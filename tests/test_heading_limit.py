@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pygit2
 
@@ -13,7 +12,7 @@ from governance.core.builder import build_capsule, check_report
 from governance.core.cache import BlobCache
 from governance.core.policy import CAPSULE_V1_KEYS, DEFAULT_MAX_HEADING_SOURCE_BYTES
 from governance.core.snapshot import Snapshot
-from support.gitrepo import POLICY, Repo, packet_yaml
+from support.gitrepo import POLICY, Repo, error_of, packet_yaml
 from support.history import record
 
 PACKET = "packets/P-1/packet.yml"
@@ -22,12 +21,6 @@ PACKET = "packets/P-1/packet.yml"
 def big_markdown(size: int) -> str:
     head = "# Big\n\nFirst section.\n\n# Tail\n\n"
     return head + "x" * (size - len(head) - 1) + "\n"
-
-
-def error_of(cli, repo: Repo, argv: list[str]) -> tuple[int, dict[str, Any]]:
-    result = cli([*argv, "--json"], cwd=repo.path)
-    assert "Traceback" not in result.err
-    return result.code, json.loads(result.out)["error"]
 
 
 def with_limit(limit: int) -> str:

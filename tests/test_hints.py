@@ -12,7 +12,7 @@ from test_qualified import KEP
 from governance.core.builder import build_capsule
 from governance.core.overlap import MOST
 from governance.core.snapshot import Snapshot, open_repository
-from support.gitrepo import Repo, packet_yaml
+from support.gitrepo import Repo, error_of, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
 
@@ -23,17 +23,12 @@ def set_reads(repo: Repo, reads: list[str], **extra: str) -> str:
     return repo.commit()
 
 
-def error_of(cli, repo: Repo, *argv: str) -> tuple[int, dict]:
-    result = cli([*argv, "--json"], cwd=repo.path)
-    return result.code, json.loads(result.out)["error"]
-
-
 # --- a missing slug: the nearest ones, and capsule outline --------------------
 
 
 def test_missing_slug_lists_the_three_nearest(cli, repo: Repo) -> None:
     set_reads(repo, ["docs/roadmap.md#phase-9"])
-    code, error = error_of(cli, repo, "build", PACKET)
+    code, error = error_of(cli, repo, ["build", PACKET])
     assert (code, error["code"]) == (3, "heading_missing")
     # Equally near: ties go by line.
     assert error["nearest"] == [
@@ -46,14 +41,14 @@ def test_missing_slug_lists_the_three_nearest(cli, repo: Repo) -> None:
 
 def test_nearest_is_ordered_by_similarity(cli, repo: Repo) -> None:
     set_reads(repo, ["docs/kep.md#desing-details"])
-    _, error = error_of(cli, repo, "build", PACKET)
+    _, error = error_of(cli, repo, ["build", PACKET])
     assert error["nearest"][0] == {"line": 13, "locator": "docs/kep.md#design-details"}
     assert "nearest: docs/kep.md#design-details (line 13)" in error["message"]
 
 
 def test_nearest_offers_qualified_selectors_for_repeated_slugs(cli, repo: Repo) -> None:
     set_reads(repo, ["docs/kep.md#sumary"])
-    _, error = error_of(cli, repo, "build", PACKET)
+    _, error = error_of(cli, repo, ["build", PACKET])
     assert error["nearest"] == [
         {"line": 3, "locator": None},
         {"line": 9, "locator": "docs/kep.md#goals/summary"},
@@ -63,7 +58,7 @@ def test_nearest_offers_qualified_selectors_for_repeated_slugs(cli, repo: Repo) 
 
 def test_nothing_alike_offers_no_nearest(cli, repo: Repo) -> None:
     set_reads(repo, ["docs/kep.md#zzzzzzzzzzzz"])
-    _, error = error_of(cli, repo, "build", PACKET)
+    _, error = error_of(cli, repo, ["build", PACKET])
     assert "nearest" not in error
     assert "capsule outline docs/kep.md" in error["message"]
 
@@ -198,7 +193,7 @@ BIG = (
 def test_over_budget_names_the_read_and_its_largest_subsections(cli, repo: Repo) -> None:
     repo.write("docs/big.md", BIG)
     set_reads(repo, ["docs/notes.md", "docs/big.md#design"], budget="{target_tokens: 1500}")
-    code, error = error_of(cli, repo, "build", PACKET)
+    code, error = error_of(cli, repo, ["build", PACKET])
     assert (code, error["code"]) == (4, "over_budget")
     assert error["excess_tokens"] == error["estimated_tokens"] - 1500
     (narrow,) = error["narrow"]
@@ -228,7 +223,7 @@ def test_over_budget_check_line_says_how_much_to_cut(cli, repo: Repo) -> None:
 def test_over_budget_whole_file_is_named_before_it_is_read(cli, repo: Repo) -> None:
     repo.write("docs/big.md", BIG)
     set_reads(repo, ["docs/big.md", "docs/notes.md"], budget="{target_tokens: 1500}")
-    code, error = error_of(cli, repo, "build", PACKET)
+    code, error = error_of(cli, repo, ["build", PACKET])
     assert code == 4
     assert error["message"].startswith("over budget: at least")
     assert [n["part"] for n in error["narrow"]] == ["docs/big.md"]
@@ -238,7 +233,7 @@ def test_over_budget_whole_file_is_named_before_it_is_read(cli, repo: Repo) -> N
 def test_over_budget_mentions_overlapping_reads(cli, repo: Repo) -> None:
     repo.write("docs/big.md", BIG)
     set_reads(repo, ["docs/big.md#design", "docs/big.md#api"], budget="{target_tokens: 2500}")
-    code, error = error_of(cli, repo, "build", PACKET)
+    code, error = error_of(cli, repo, ["build", PACKET])
     assert code == 4
     assert "and docs/big.md#design (lines" in error["message"]
     assert "overlap" in error["message"]

@@ -3,22 +3,15 @@ traceback."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from support.gitrepo import Repo, packet_yaml
+from support.gitrepo import Repo, error_of, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
-
-
-def error_of(cli, repo: Repo, argv: list[str]) -> tuple[int, str]:
-    result = cli([*argv, "--json"], cwd=repo.path)
-    assert "Traceback" not in result.err
-    return result.code, json.loads(result.out)["error"]["code"]
 
 
 @pytest.mark.parametrize(
@@ -42,7 +35,7 @@ def test_malformed_yaml_is_exit_2(cli, repo: Repo, where: str, text: str) -> Non
     repo.commit()
     code, error = error_of(cli, repo, ["build", PACKET])
     assert code == 2
-    assert error == f"{where}_malformed"
+    assert error["code"] == f"{where}_malformed"
 
 
 @pytest.mark.parametrize(
@@ -53,12 +46,13 @@ def test_malformed_yaml_is_exit_2(cli, repo: Repo, where: str, text: str) -> Non
 def test_malformed_capsule_is_exit_2(cli, repo: Repo, tmp_path: Path, data: bytes) -> None:
     capsule = tmp_path / "bad.json"
     capsule.write_bytes(data)
-    assert error_of(cli, repo, ["verify", str(capsule)]) == (2, "capsule_malformed")
+    code, error = error_of(cli, repo, ["verify", str(capsule)])
+    assert (code, error["code"]) == (2, "capsule_malformed")
 
 
 def test_output_into_missing_folder(cli, repo: Repo, tmp_path: Path) -> None:
     code, error = error_of(cli, repo, ["build", PACKET, "-o", str(tmp_path / "no/such/c.json")])
-    assert (code, error) == (2, "output_failed")
+    assert (code, error["code"]) == (2, "output_failed")
 
 
 def test_closed_pipe_exits_quietly(repo: Repo) -> None:

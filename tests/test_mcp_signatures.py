@@ -6,31 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import pytest
 from test_mcp import call, error, ok
 
-from support.gitrepo import Repo, Result, packet_yaml
+from support.gitrepo import Repo, Result
 from support.history import P2, forge_target, record
-from support.signing import Key, make_key
+from support.signing import Key
 
 Cli = Callable[..., Result]
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> dict[str, Key]:
-    return {name: make_key(tmp_path / "keys", name) for name in ("alice", "mallory")}
-
-
-@pytest.fixture
-def trusted(repo: Repo, keys: dict[str, Key]) -> Repo:
-    repo.write("policies/allowed_signers", keys["alice"].signer("alice@example.org"))
-    repo.write(P2, packet_yaml("P-2", ["docs/notes.md"]))
-    repo.write("packets/P-2/context.md", "# P-2\n")
-    repo.commit("trust alice; add P-2")
-    return repo
 
 
 def _sign(cli: Cli, repo: Repo, path: str, key: Key) -> None:

@@ -30,15 +30,9 @@ from governance.history.signatures import (
 from governance.history.signers import parse_allowed_signers, parse_signature
 from support.gitrepo import Repo, packet_yaml
 from support.history import P2, record
-from support.signing import Key, make_key, raw_sign
+from support.signing import Key, raw_sign
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> dict[str, Key]:
-    folder = tmp_path / "keys"
-    return {name: make_key(folder, name) for name in ("alice", "bob", "mallory")}
 
 
 @pytest.fixture

@@ -10,16 +10,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from support.gitrepo import Repo, packet_yaml
+from support.gitrepo import Repo
 from support.history import P2, record
-from support.signing import Key, make_key
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> dict[str, Key]:
-    return {name: make_key(tmp_path / "keys", name) for name in ("alice", "mallory")}
+from support.signing import Key
 
 
 def _sign(cli, repo: Repo, path: str, key: Key) -> None:  # type: ignore[no-untyped-def]
@@ -33,15 +26,6 @@ def _audit(cli, repo: Repo, *args: str) -> tuple[int, dict[str, Any]]:  # type: 
 
 def _statuses(document: dict[str, Any]) -> dict[str, str]:
     return {row["path"]: row["status"] for row in document["signatures"]["results"]}
-
-
-@pytest.fixture
-def trusted(repo: Repo, keys) -> Repo:  # type: ignore[no-untyped-def]
-    repo.write("policies/allowed_signers", keys["alice"].signer("alice@example.org"))
-    repo.write(P2, packet_yaml("P-2", ["docs/notes.md"]))
-    repo.write("packets/P-2/context.md", "# P-2\n")
-    repo.commit("trust alice; add P-2")
-    return repo
 
 
 def test_signed_and_unsigned_records(cli, trusted: Repo, keys) -> None:

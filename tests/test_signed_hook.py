@@ -11,14 +11,9 @@ import pytest
 from capsule_hooks import records
 from support.gitrepo import Repo, Result, packet_yaml
 from support.history import P2, record
-from support.signing import Key, make_key
+from support.signing import Key
 
 POLICY_ON = "require_signatures: true\n"
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> dict[str, Key]:
-    return {name: make_key(tmp_path / "keys", name) for name in ("alice", "mallory")}
 
 
 @pytest.fixture

@@ -3,21 +3,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from governance.core import canonical
 from governance.core.budget import fixpoint
 from governance.core.hashing import sha256_hex
 from support.gitrepo import ROADMAP, Repo, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"
-
-
-@pytest.fixture
-def capsule(cli, repo: Repo, tmp_path: Path) -> Path:
-    target = tmp_path / "capsule.json"
-    assert cli(["build", PACKET, "--output", str(target)], cwd=repo.path).code == 0
-    return target
 
 
 def verify(cli, repo: Repo, capsule: Path, *args: str) -> tuple[int, dict]:

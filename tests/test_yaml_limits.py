@@ -4,7 +4,6 @@ fit the hard limit, one packet id pattern."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pygit2
 import pytest
 
 from governance.core.hashing import sha256_hex
-from support.gitrepo import POLICY, Repo, packet_yaml
+from support.gitrepo import POLICY, Repo, error_of, packet_yaml
 from support.history import forge
 
 PACKET = "packets/P-1/packet.yml"
@@ -27,12 +26,6 @@ def bomb(depth: int, key: str = "question") -> str:
         lines.append(f"  {name}: &{name} [{', '.join([f'*{previous}'] * 9)}]")
         previous = name
     return "\n".join(lines) + "\n"
-
-
-def error_of(cli, repo: Repo, argv: list[str]) -> tuple[int, dict[str, Any]]:
-    result = cli([*argv, "--json"], cwd=repo.path)
-    assert "Traceback" not in result.err
-    return result.code, json.loads(result.out)["error"]
 
 
 # Item 1: aliases are refused before anything else runs.

@@ -9,9 +9,10 @@ import json
 import os
 import subprocess
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
@@ -170,6 +171,17 @@ class Repo:
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD")
+
+
+def error_of(
+    cli: Callable[..., Result], repo: Repo, argv: Sequence[str]
+) -> tuple[int, dict[str, Any]]:
+    """The exit code and the ``error`` object of ``capsule ARGV --json`` in ``repo``,
+    which must end in a coded error, never a traceback."""
+    result = cli([*argv, "--json"], cwd=repo.path)
+    assert "Traceback" not in result.err
+    error: dict[str, Any] = json.loads(result.out)["error"]
+    return result.code, error
 
 
 def write_raw_tree(path: Path, data: bytes) -> str:
