@@ -14,28 +14,26 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from governance.core import adr, budget, canonical
+from governance.core.assemble import Parts, assemble, costs
 from governance.core.capsule import (
     PACKET_FILE,
     PACKETS_DIR,
     POLICY_PATH,
-    SCHEMA_V1,
-    TRUST_V1,
     packet_id_of,
 )
 from governance.core.excerpt import (
     Excerpt,
-    check_heading_count,
     check_heading_source,
-    excerpt_of,
 )
 from governance.core.failures import Failures
 from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
-from governance.core.packet import DEFAULT_QUESTION, Packet, parse_packet
+from governance.core.packet import Packet, parse_packet
 from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target
 from governance.core.secretscan import WHOLE, Scan
+from governance.core.selection import advised, last_rank, select_reads
 from governance.core.snapshot import Snapshot, Source
-from governance.core.wholefile import WholeFile, parsed_policy, policy_json, read_whole
+from governance.core.wholefile import WholeFile, parsed_policy, read_whole
 from governance.errors import CapsuleError, SourceError, UsageError
 
 if TYPE_CHECKING:
@@ -106,19 +104,6 @@ def _naming(path: str) -> Iterator[None]:
         raise
 
 
-def _costs(document: dict[str, Any], total: int) -> list[budget.Cost]:
-    def size(part: Any) -> int:
-        return len(canonical.dumps(part)) - 1
-
-    costs = [
-        budget.Cost(document["packet"]["path"], size(document["packet"])),
-        budget.Cost(document["context"]["path"], size(document["context"])),
-    ]
-    costs += [budget.Cost(read["locator"], size(read)) for read in document["reads"]]
-    costs.append(budget.Cost("(capsule envelope)", total - sum(c.n_bytes for c in costs)))
-    return costs
-
-
 def build_capsule(
     snapshot: Snapshot, packet_path: str, *, scan_secrets: bool = True, adr_limits: bool = True
 ) -> Built:
@@ -160,6 +145,19 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
     return Checked(failures.errors, failures.first, overlaps(failures.excerpts), scan)
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    """The packet and its policy, read and parsed, with their fragments."""
+
+    policy_file: WholeFile
+    policy: Policy
+    policy_fragment: Any
+    packet_path: str
+    packet_file: WholeFile
+    packet: Packet
+    packet_fragment: Any
+
+
 def _build(
     snapshot: Snapshot,
     packet_path: str,
@@ -168,6 +166,50 @@ def _build(
     scan_secrets: bool,
     adr_limits: bool,
 ) -> Built | None:
+    inputs = _inputs(snapshot, packet_path, adr_limits=adr_limits)
+    scan = _scan(snapshot, failures) if scan_secrets else None
+    context_file = _context(snapshot, inputs, scan, failures)
+    resolved = _resolved(snapshot, inputs, failures)
+    limits = _limits(inputs.packet, inputs.policy)
+    excerpts = select_reads(
+        snapshot, packet_path=inputs.packet_path, packet_file=inputs.packet_file,
+        packet=inputs.packet, policy=inputs.policy, context_file=context_file,
+        resolved=resolved, limits=limits, scan=scan, failures=failures,
+    )  # fmt: skip
+    failures.excerpts = excerpts
+    if failures.errors:
+        # Only when collecting: the exact size needs every part.
+        return None
+    assert context_file is not None
+    parts = Parts(
+        inputs.packet_file, inputs.packet, inputs.packet_fragment, inputs.policy_file,
+        inputs.policy, inputs.policy_fragment, context_file, tuple(excerpts), limits,
+    )  # fmt: skip
+    data, document = assemble(snapshot, parts)
+    tokens = budget.estimate_tokens(len(data))
+    if not limits.fits(tokens):
+        try:
+            budget.check(limits, tokens, costs(document(), len(data)))
+        except CapsuleError as exc:
+            failures.add(
+                advised(exc, limits, excerpts, snapshot, inputs.packet), last_rank(inputs.packet)
+            )
+            return None
+    return Built(
+        data=data,
+        packet=inputs.packet,
+        policy=inputs.policy,
+        limits=limits,
+        excerpts=parts.reads,
+        assemble=document,
+        secret_scan=scan.status() if scan is not None else None,
+        files=(inputs.packet_file, context_file),
+    )
+
+
+def _inputs(snapshot: Snapshot, packet_path: str, *, adr_limits: bool) -> _Inputs:
+    """The policy, then the packet, each read whole, parsed once a blob and held
+    to the ADR's limits (``adr_limits``); any failure here stops a check too."""
     check_path(packet_path)
     if packet_id_of(packet_path) is None:
         raise UsageError(
@@ -175,7 +217,6 @@ def _build(
             code="invalid_packet_path",
             path=packet_path,
         )
-
     policy_file = read_whole(
         snapshot,
         POLICY_PATH,
@@ -205,32 +246,57 @@ def _build(
             check_packet_target(policy, packet.target_tokens, path=packet_path)
             if adr_limits:
                 adr.check_packet_target(packet.target_tokens, path=packet_path)
-    scan: Scan | None = None
-    if scan_secrets:
-        try:
-            scan = failures.scan = Scan(snapshot)
-        except CapsuleError as exc:
-            failures.add(exc)
+    return _Inputs(
+        policy_file, policy, policy_fragment, packet_path, packet_file, packet, packet_fragment
+    )
+
+
+def _scan(snapshot: Snapshot, failures: Failures) -> Scan | None:
+    """The secret scan, with its waivers read; None (and the failure) where
+    they cannot be."""
+    try:
+        scan = failures.scan = Scan(snapshot)
+    except CapsuleError as exc:
+        failures.add(exc)
+        return None
+    return scan
+
+
+def _context(
+    snapshot: Snapshot, inputs: _Inputs, scan: Scan | None, failures: Failures
+) -> WholeFile | None:
+    """The packet and its context scanned, and the context read whole (None
+    when it cannot be)."""
+    packet_file, packet = inputs.packet_file, inputs.packet
     if scan is not None:
-        failures.add(scan.check(packet_path, packet_file.source, WHOLE, lambda: packet_file.text))
+        text = packet_file.text
+        failures.add(scan.check(inputs.packet_path, packet_file.source, WHOLE, lambda: text))
     context_file: WholeFile | None = None
     try:
-        context_file = read_whole(snapshot, packet.context_path, policy=policy)
+        context_file = read_whole(snapshot, packet.context_path, policy=inputs.policy)
     except CapsuleError as exc:
         failures.add(exc)
     if scan is not None and context_file is not None:
         context_text = context_file.text
         context_source = context_file.source
         failures.add(scan.check(packet.context_path, context_source, WHOLE, lambda: context_text))
+    return context_file
 
+
+def _resolved(
+    snapshot: Snapshot, inputs: _Inputs, failures: Failures
+) -> list[tuple[int, Selector, Source]]:
+    """Each read's selector and source, by rank (1-based, packet order), with
+    the checks that need no more than the object header."""
+    packet, policy = inputs.packet, inputs.policy
     if len(packet.required_reads) > policy.max_required_reads:
         failures.add(
             SourceError(
-                f"{packet_path}: {len(packet.required_reads)} required_reads, more than "
+                f"{inputs.packet_path}: {len(packet.required_reads)} required_reads, more than "
                 f"max_required_reads ({policy.max_required_reads}) of {POLICY_PATH}; split the "
                 "packet",
                 code="too_many_reads",
-                locator=packet_path,
+                locator=inputs.packet_path,
                 limit=policy.max_required_reads,
             )
         )
@@ -251,149 +317,20 @@ def _build(
             resolved.append((rank, selector, source))
         except CapsuleError as exc:
             failures.add(exc, rank)
+    return resolved
 
+
+def _limits(packet: Packet, policy: Policy) -> budget.Limits:
+    """The budget: the packet's own target where it sets one, else the policy's."""
     if packet.target_tokens is not None:
-        limits = budget.Limits(
+        return budget.Limits(
             packet.target_tokens, "packet", policy.hard_limit_tokens, policy.reserve_tokens
         )
-    else:
-        limits = budget.Limits(
-            policy.target_tokens, "policy", policy.hard_limit_tokens, policy.reserve_tokens
-        )
-
-    # A cheap lower bound before any large blob is inflated: the raw bytes of
-    # every part included whole. JSON escaping only adds to it.
-    floor = [budget.Cost(packet_path, len(packet_file.data))]
-    if context_file is not None:
-        floor.append(budget.Cost(packet.context_path, len(context_file.data)))
-    floor += [budget.Cost(sel.locator, snapshot.size(src)) for _, sel, src in resolved if sel.whole]
-    last = len(packet.required_reads) + 1
-    # Checking reports the budget once, from the first bound that breaks it.
-    over_budget = False
-    lower = budget.estimate_tokens(sum(c.n_bytes for c in floor))
-
-    def advised(exc: CapsuleError) -> CapsuleError:
-        from governance.core.advice import narrowing  # noqa: PLC0415 (over budget only)
-
-        return narrowing(exc, limits, excerpts, snapshot, read_locators=packet.required_reads)
-
-    excerpts: list[Excerpt] = []
-    # A selection of more characters than the hard limit's bytes (the estimate
-    # is ceil(bytes / 3)) fits no capsule: never worth a scan.
-    scan_limit = 3 * limits.hard_limit_tokens
-    if not limits.fits(lower):
-        try:
-            budget.check(limits, lower, floor, at_least=True)
-        except CapsuleError as exc:
-            failures.add(advised(exc), last)
-            over_budget = True
-
-    running = floor[: 1 if context_file is None else 2]
-    for rank, selector, source in resolved:
-        if selector.whole and not limits.fits(budget.estimate_tokens(snapshot.size(source))):
-            # Only when collecting (build has stopped at the floor): a whole
-            # file that alone breaks the budget, judged from its header as the
-            # floor was, is never inflated; the floor's over_budget names it.
-            continue
-        try:
-            snapshot.check_worktree(source, locator=selector.locator)
-            check_heading_count(snapshot, selector, source, policy.max_heading_count)
-            excerpt = excerpt_of(snapshot, selector, source)
-        except CapsuleError as exc:
-            failures.add(exc, rank)
-            continue
-        if scan is not None and len(excerpt.text) <= scan_limit:
-            # A selection too large for any capsule is over budget, and never scanned.
-            found = scan.check(
-                selector.locator, source, selector.locator, _text(excerpt), excerpt.first_line
-            )
-            failures.add(found, rank)
-        excerpts.append(excerpt)
-        if over_budget:
-            continue
-        # Stop at the first selection that cannot fit, before reading the rest.
-        running.append(budget.Cost(selector.locator, len(excerpt.text.encode("utf-8"))))
-        lower = budget.estimate_tokens(sum(c.n_bytes for c in running))
-        if not limits.fits(lower):
-            try:
-                budget.check(limits, lower, running, at_least=True)
-            except CapsuleError as exc:
-                failures.add(advised(exc), last)
-                over_budget = True
-
-    failures.excerpts = excerpts
-    if failures.errors:
-        # Only when collecting: the exact size needs every part.
-        return None
-    assert context_file is not None
-
-    context = context_file
-    reads = tuple(excerpts)
-    head = {
-        "schema": SCHEMA_V1,
-        "commit": snapshot.commit_id,
-        "id": packet.id,
-        "question": packet.question if packet.question is not None else DEFAULT_QUESTION,
-        "trust": TRUST_V1,
-    }
-    numbers = {
-        "target_tokens": limits.target_tokens,
-        "target_source": limits.target_source,
-        "hard_limit_tokens": limits.hard_limit_tokens,
-        "reserve_tokens": limits.reserve_tokens,
-        "estimator": policy.estimator,
-        "bytes": 0,
-        "estimated_tokens": 0,
-    }
-
-    def document() -> dict[str, Any]:
-        return {
-            **head,
-            "packet": packet_file.to_json(),
-            "context": context.to_json(),
-            "reads": [excerpt.to_json() for excerpt in reads],
-            "policy": policy_json(policy_file, policy),
-            # The one budget object: the fixpoint fills its numbers.
-            "budget": numbers,
-        }
-
-    # Serialised from the same document with each part that is a function of
-    # blobs alone as its canonical fragment, made once while the blob stays
-    # cached: the packet, context and policy recur in nearly every replay of a
-    # history, a read only while its source's blob does.
-    context_fragment = snapshot.memo(
-        f"json:{packet.context_path}",
-        context.source,
-        lambda: canonical.fragment(context.to_json()),
-        weight=lambda found: len(found.data),
-    )
-    composed = {
-        **head,
-        "packet": packet_fragment,
-        "context": context_fragment,
-        "reads": [excerpt.fragment for excerpt in reads],
-        "policy": policy_fragment,
-        "budget": numbers,
-    }
-    data = budget.fixpoint(composed, canonical.dumps)
-    tokens = budget.estimate_tokens(len(data))
-    if not limits.fits(tokens):
-        try:
-            budget.check(limits, tokens, _costs(document(), len(data)))
-        except CapsuleError as exc:
-            failures.add(advised(exc), last)
-            return None
-    return Built(
-        data=data,
-        packet=packet,
-        policy=policy,
-        limits=limits,
-        excerpts=reads,
-        assemble=document,
-        secret_scan=scan.status() if scan is not None else None,
-        files=(packet_file, context),
+    return budget.Limits(
+        policy.target_tokens, "policy", policy.hard_limit_tokens, policy.reserve_tokens
     )
 
 
-def _text(excerpt: Excerpt) -> Callable[[], str]:
-    return lambda: excerpt.text
+def _last(inputs: _Inputs) -> int:
+    # The rank a budget failure is reported at: after every read.
+    return len(inputs.packet.required_reads) + 1
