@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -172,7 +173,7 @@ def test_at_names_a_tree_not_a_commit(cli, repo: Repo) -> None:
 # --- fail closed: exit 3, one named test per rule ---------------------------
 
 
-def fail(cli, repo: Repo, code: str, *args: str) -> dict[str, object]:
+def fail(cli, repo: Repo, code: str, *args: str) -> dict[str, Any]:
     result = build(cli, repo, "--json", *args)
     assert result.code == 3, result
     error = json.loads(result.out)["error"]

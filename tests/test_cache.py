@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pygit2
@@ -20,7 +21,7 @@ def test_values_are_computed_once_per_key() -> None:
         return key.upper()
 
     for key in ["a", "b", "a", "a", "b"]:
-        assert cache.get(key, lambda key=key: compute(key), weight=len) == key.upper()
+        assert cache.get(key, functools.partial(compute, key), weight=len) == key.upper()
     assert calls == ["a", "b"]
 
 
@@ -34,7 +35,7 @@ def test_weight_is_bounded_and_least_recently_used_goes_first() -> None:
     assert cache.weight <= cache.max_weight
     recomputed: list[str] = []
     for key in "acd":
-        cache.get(key, lambda key=key: recomputed.append(key), weight=lambda _: 0)
+        cache.get(key, functools.partial(recomputed.append, key), weight=lambda _: 0)
     assert recomputed == []
     cache.get("b", lambda: recomputed.append("b"), weight=lambda _: 0)
     assert recomputed == ["b"]

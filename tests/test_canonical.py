@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -71,7 +73,7 @@ class _Str(str):
     pass
 
 
-class _Dict(dict):  # type: ignore[type-arg]
+class _Dict(dict):
     pass
 
 
@@ -122,7 +124,7 @@ def _oracle(value: object) -> bytes:
     return text.encode("utf-8") + b"\n"
 
 
-def _composed(value: object, draw: st.DrawFn) -> object:
+def _composed(value: object, draw: Callable[[st.SearchStrategy[Any]], Any]) -> object:
     """``value`` with some of its values (the whole of it, any part, parts of
     parts) replaced by their fragments, as the builder places cached parts."""
     if isinstance(value, dict):

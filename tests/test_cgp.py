@@ -427,7 +427,7 @@ def test_a_missing_packet_is_a_typed_error(ready: Provider) -> None:
     assert reply["id"] == "m"
 
 
-def _suggested(cli, repo: Repo, goal: str) -> list[str]:  # type: ignore[no-untyped-def]
+def _suggested(cli, repo: Repo, goal: str) -> list[str]:
     result = cli(["suggest", goal, "--json"], cwd=repo.path)
     assert result.code == 0, result
     return [read["locator"] for read in json.loads(result.out)["reads"]]

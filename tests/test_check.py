@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -93,7 +94,7 @@ def where(error: CapsuleError) -> str:
     return error.details.get("locator") or error.details.get("path") or PACKET
 
 
-def apply(repo: Repo, changes: list[tuple]) -> None:
+def apply(repo: Repo, changes: Any) -> None:
     for change in changes:
         kind, *rest = change
         if kind == "packet":

@@ -33,6 +33,7 @@ def test_help_explains_every_exit_code(argv: list[str], capsys) -> None:
 def test_every_option_has_help_text(capsys) -> None:
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command")
+    assert isinstance(subparsers.choices, dict)
     for name, sub in subparsers.choices.items():
         text = _help([name], capsys)
         for action in sub._actions:

@@ -26,6 +26,7 @@ import termios
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,7 @@ result = {
 PRINT = "print(json.dumps(result))\n"
 
 
-def _as_agent_user() -> dict[str, object]:
+def _as_agent_user() -> dict[str, Any]:
     if not AS_ROOT:
         return {}
     return {"user": OUTSIDER, "group": OUTSIDER, "extra_groups": []}
@@ -96,7 +97,7 @@ def _agent_can_run(argv: list[str]) -> bool:
             capture_output=True,
             timeout=30,
             check=False,
-            **_as_agent_user(),  # type: ignore[arg-type]
+            **_as_agent_user(),
         )
     except OSError:
         return False
@@ -663,7 +664,7 @@ def _runner_argv(capsule: Path, *args: str) -> list[str]:
     ]
 
 
-def _on_a_terminal(argv: list[str], **options: object) -> subprocess.CompletedProcess[bytes]:
+def _on_a_terminal(argv: list[str], **options: Any) -> subprocess.CompletedProcess[bytes]:
     """Run argv with a pseudo-terminal as its controlling terminal, like a
     runner started from an interactive shell."""
     try:
@@ -683,7 +684,7 @@ def _on_a_terminal(argv: list[str], **options: object) -> subprocess.CompletedPr
             preexec_fn=take_terminal,
             timeout=60,
             check=False,
-            **options,  # type: ignore[arg-type]
+            **options,
         )
     finally:
         os.close(terminal)
@@ -1546,10 +1547,17 @@ def test_documented_llm_adapter_refuses_a_duplicate_key(
         assert "duplicate key 'decision'" in record["stderr_tail"]
 
 
+def _subcommands(parser: Any) -> dict[str, Any]:
+    """The subparsers of ``parser``, by command name (argparse keeps them private)."""
+    assert parser._subparsers is not None
+    choices = parser._subparsers._group_actions[0].choices
+    assert isinstance(choices, dict)
+    return choices
+
+
 def test_every_option_has_help_and_docs() -> None:
     docs = (ADAPTER.parents[2] / "docs" / "continuation.md").read_text()
-    continuation = build_parser()._subparsers._group_actions[0].choices["continuation"]
-    commands = continuation._subparsers._group_actions[0].choices
+    commands = _subcommands(_subcommands(build_parser())["continuation"])
     for name, parser in commands.items():
         assert f"capsule continuation {name}" in docs
         for action in parser._actions:

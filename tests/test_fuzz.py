@@ -81,6 +81,7 @@ def dumped(value: Any) -> bytes:
 def examples(default: int) -> int:
     """A property test's example count: ``default`` in CI, the profile's when a
     longer run asks for more (``--hypothesis-profile=fuzz``)."""
+    assert settings.default is not None
     loaded = settings.default.max_examples
     return loaded if loaded > 100 else default
 
@@ -114,7 +115,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory, home: dict[str, str]) -> Re
 
 
 @contextlib.contextmanager
-def captured(where: Path) -> Iterator[tuple[io.StringIO, io.StringIO]]:
+def captured(where: Path) -> Iterator[tuple[io.TextIOWrapper, io.TextIOWrapper]]:
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     with contextlib.chdir(where), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

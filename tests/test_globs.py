@@ -47,8 +47,8 @@ def test_glob_matching(patterns: list[str], path: str, expected: bool) -> None:
 
 def test_literal_segments_are_looked_up_not_listed() -> None:
     globs = PathGlobs(["packets/*/capsules/*.json", "evidence/*.json"])
-    assert globs.literals(globs.start) == {"packets", "evidence"}
+    assert globs.literals(globs.start) == frozenset({"packets", "evidence"})
     inside = globs.step(globs.start, "packets")
     assert globs.literals(inside) is None
-    assert globs.literals(globs.step(inside, "P-1")) == {"capsules"}
+    assert globs.literals(globs.step(inside, "P-1")) == frozenset({"capsules"})
     assert globs.literals(PathGlobs(["**/*.json"]).start) is None

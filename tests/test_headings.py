@@ -391,7 +391,7 @@ def test_plain_heading_text_renders_as_itself(text: str) -> None:
 @given(
     st.lists(
         st.tuples(
-            st.integers(1, 6), st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+            st.integers(1, 6), st.text(st.characters(blacklist_categories=["Cs"]), max_size=30)
         ),
         min_size=1,
         max_size=6,

@@ -161,7 +161,7 @@ def test_a_first_commit_nested_deeper_than_the_recursion_limit_is_checked(
     deep = "/".join(["a"] * (sys.getrecursionlimit() + 50)) + "/notes.md"
     blob = staged.create_blob(b"# Far down\n")
     index = staged.index
-    index.add(pygit2.IndexEntry(deep, blob, pygit2.GIT_FILEMODE_BLOB))
+    index.add(pygit2.IndexEntry(deep, blob, pygit2.enums.FileMode.BLOB))
     index.write()
     assert hook(packets.main, first) == Result(0, "", "")
     first.git("rm", "-q", "--cached", "docs/deep.md")

@@ -78,7 +78,7 @@ def test_markdown_lines_are_lines_not_a_heading(cli, repo: Repo) -> None:
 
 def test_a_heading_slugged_l10_is_still_its_heading(cli, repo: Repo) -> None:
     # Slugs are lowercase: #l10 is the heading "L10", #L1 the first line.
-    files = {"docs/l.md": "# Top\n\n## L10\n\nBody.\n"}
+    files: dict[str, str | bytes] = {"docs/l.md": "# Top\n\n## L10\n\nBody.\n"}
     with_reads(repo, ["docs/l.md#l10", "docs/l.md#L1"], files)
     first, second = build(cli, repo)["reads"]
     assert (first["heading"]["slug"], first["lines"]) == ("l10", [3, 5])
@@ -267,7 +267,7 @@ def test_property_a_fragment_l_digit_is_a_range_or_line_range_invalid(rest: str)
     try:
         selector = parse_locator(locator)
     except SourceError as exc:
-        refused = exc.code
+        refused: str | None = exc.code
     else:
         refused = None
         assert selector.lines is not None

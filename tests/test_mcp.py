@@ -30,6 +30,13 @@ from support.mcp import TOOLS
 P1 = "packets/P-1/packet.yml"
 
 
+def _text(read: Any) -> str:
+    """The text of a read resource's one content."""
+    text = read.contents[0].text
+    assert isinstance(text, str)
+    return text
+
+
 def talk(repo: Repo, body: Callable[[Client], Awaitable[Any]], *, write: bool = False) -> Any:
     """Run ``body`` against a server on ``repo`` through the SDK's in-process client."""
     server = make_server(Workspace.open(str(repo.path), write_enabled=write))
@@ -574,7 +581,7 @@ def test_capsules_packets_and_records_are_resources(repo: Repo) -> None:
         read = await client.read_resource(f"capsule://{record}")
         packet = await client.read_resource(f"capsule://{P1}")
         capsule = await client.read_resource("capsule://packets/P-1")
-        return uris, read.contents[0].text, packet.contents[0].text, capsule.contents[0]
+        return uris, _text(read), _text(packet), capsule.contents[0]
 
     uris, record_text, packet_text, capsule = talk(repo, body)
     assert uris == [
@@ -641,7 +648,7 @@ def test_a_resource_is_read_at_the_time_of_the_read(repo: Repo) -> None:
             repo.commit("context removed")
             with pytest.raises(MCPError) as gone:
                 await client.read_resource("capsule://packets/P-1/context.md")
-            return read.contents[0].text, gone.value
+            return _text(read), gone.value
 
     text, gone = anyio.run(main)
     assert text == "# Context\n\nRewritten.\n"

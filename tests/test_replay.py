@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,10 @@ from support.history import (
 def replay(cli, where: Path, capsule: Path | str, *args: str) -> tuple[int, dict]:
     result = cli(["replay", str(capsule), "--json", *args], cwd=where)
     return result.code, json.loads(result.out)
+
+
+def _set_schema(document: dict[str, Any], schema: str) -> None:
+    document["schema"] = schema
 
 
 def test_fresh_record_replays_identical(cli, repo: Repo) -> None:
@@ -127,7 +133,7 @@ def test_the_registry_refuses_an_unregistered_version(cli, repo: Repo) -> None:
     data = (repo.path / record(cli, repo)).read_bytes()
     assert set(READERS) == {"capsule/1"}
     for schema in ("capsule/2", "capsule/0", "capsule/1.1", "Capsule/1", ""):
-        forged = forge(data, lambda d, s=schema: d.update(schema=s))
+        forged = forge(data, functools.partial(_set_schema, schema=schema))
         with pytest.raises(MalformedInput, match=r"this version reads: capsule/1\)") as info:
             read_capsule(forged)
         assert info.value.code == "unsupported_schema"

@@ -44,7 +44,7 @@ def signed(cli, repo: Repo, keys: dict[str, Key]) -> Path:
     return path
 
 
-def _check(record: Path, allowed: str, revoked: str = "", **kwargs):  # type: ignore[no-untyped-def]
+def _check(record: Path, allowed: str, revoked: str = "", **kwargs):
     sig = Path(f"{record}.sig")
     signature = sig.read_bytes() if sig.exists() else None
     signers = signers_from("0" * 40, allowed.encode(), revoked.encode())

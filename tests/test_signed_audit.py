@@ -15,11 +15,11 @@ from support.history import P2, record
 from support.signing import Key
 
 
-def _sign(cli, repo: Repo, path: str, key: Key) -> None:  # type: ignore[no-untyped-def]
+def _sign(cli, repo: Repo, path: str, key: Key) -> None:
     assert cli(["sign", path, "--key", str(key.private)], cwd=repo.path).code == 0
 
 
-def _audit(cli, repo: Repo, *args: str) -> tuple[int, dict[str, Any]]:  # type: ignore[no-untyped-def]
+def _audit(cli, repo: Repo, *args: str) -> tuple[int, dict[str, Any]]:
     result = cli(["audit", "--json", "--require-signatures", *args], cwd=repo.path)
     return result.code, json.loads(result.out)
 

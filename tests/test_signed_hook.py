@@ -17,7 +17,7 @@ POLICY_ON = "require_signatures: true\n"
 
 
 @pytest.fixture
-def hook(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def hook(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     def run(repo: Repo) -> Result:
         monkeypatch.chdir(repo.path)
         capsys.readouterr()
@@ -35,7 +35,7 @@ def trust(repo: Repo, signers: str, policy: str | None = POLICY_ON) -> str:
     return repo.commit("trust signers")
 
 
-def signed_record(cli, repo: Repo, key: Key, packet: str = "packets/P-1/packet.yml") -> str:  # type: ignore[no-untyped-def]
+def signed_record(cli, repo: Repo, key: Key, packet: str = "packets/P-1/packet.yml") -> str:
     path = record(cli, repo, packet)
     assert cli(["sign", path, "--key", str(key.private)], cwd=repo.path).code == 0
     repo.git("add", "-A")

@@ -29,7 +29,7 @@ NAMES = ("000000000001.json", "a.json", "b.json", "notes.md")
 def _tree(repo: pygit2.Repository, files: dict[str, tuple[bytes, int]]) -> pygit2.Oid:
     index = pygit2.Index()
     for path, (data, mode) in sorted(files.items()):
-        index.add(pygit2.IndexEntry(path, repo.create_blob(data), mode))
+        index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.enums.FileMode(mode)))
     return index.write_tree(repo)
 
 

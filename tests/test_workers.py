@@ -4,6 +4,7 @@ or left behind when a worker fails, is killed, or its parent is."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import resource
@@ -286,7 +287,7 @@ def test_a_ctrl_c_ends_the_workers_without_a_traceback_each(tmp_path: Path) -> N
     assert process.returncode == 130
     assert "Traceback" not in stderr, stderr
     for pid in _pids(tmp_path / "started"):
-        _wait_for(lambda pid=pid: _gone(pid), f"worker {pid} to leave")
+        _wait_for(functools.partial(_gone, pid), f"worker {pid} to leave")
     assert len(_pids(tmp_path / "done")) < 400
 
 
@@ -298,5 +299,5 @@ def test_workers_stop_when_the_process_that_started_them_is_killed(tmp_path: Pat
     os.kill(process.pid, signal.SIGKILL)
     process.communicate(timeout=WAIT)
     for pid in _pids(tmp_path / "started"):
-        _wait_for(lambda pid=pid: _gone(pid), f"worker {pid} to leave")
+        _wait_for(functools.partial(_gone, pid), f"worker {pid} to leave")
     assert len(_pids(tmp_path / "done")) < 400

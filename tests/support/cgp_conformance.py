@@ -131,6 +131,8 @@ def _representation_problem(frame: dict[str, Any]) -> str | None:
     """P1-P3: how a frame carries its content, as it says it does."""
     has = {name for name, value in frame.items() if value is not None}
     representation = frame.get("representation") or "full"
+    needed: tuple[str, ...]
+    refused: tuple[str, ...]
     if representation == "full":
         needed, refused = ("content",), ()
     elif representation == "compact":
@@ -655,7 +657,13 @@ def run_conformance(argv: Sequence[str]) -> list[CheckResult]:
             provider: Provider = host.add_stdio(HOST_ID, argv)
         except HostError as exc:
             checks.append(CheckResult(HANDSHAKE, FAIL, f"could not establish provider: {exc}"))
-            skipped = (FRAME_VALIDITY, VERIFY_HONESTY, CONSENT_SCOPE, BUDGET_HONESTY, AS_OF)
+            skipped: tuple[str, ...] = (
+                FRAME_VALIDITY,
+                VERIFY_HONESTY,
+                CONSENT_SCOPE,
+                BUDGET_HONESTY,
+                AS_OF,
+            )
             skipped += (KINDS_FILTER, ANCHOR_RELEVANCE, PROVENANCE, SHUTDOWN)
             checks += [CheckResult(n, SKIPPED, "handshake failed") for n in skipped]
         else:
