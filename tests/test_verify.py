@@ -81,9 +81,13 @@ def test_text_output_shows_intact_with_its_code(cli, repo: Repo, capsule: Path) 
     repo.commit()
     result = cli(["verify", str(capsule)], cwd=repo.path)
     assert result.code == 0
-    line = next(x for x in result.out.splitlines() if "#phase-2" in x)
-    assert line.startswith("intact    docs/roadmap.md#phase-2")
-    assert "source_changed_passage_intact:" in line
+    lines = result.out.splitlines()
+    at = next(n for n, x in enumerate(lines) if "#phase-2" in x)
+    assert lines[at] == "intact    docs/roadmap.md#phase-2"
+    # Its code and reason on the lines under it, indented; unchanged parts have none.
+    assert lines[at + 1].startswith("          source_changed_passage_intact: ")
+    assert all(len(line) <= 100 for line in lines)
+    assert len(lines) == 5 + 1 + sum(line.startswith("          ") for line in lines[at + 2 :])
     assert "4 unchanged, 1 intact: every selected byte is as recorded" in result.err
 
 

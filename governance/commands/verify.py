@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
 from governance.commands._args import add_command, add_json_flag
@@ -49,7 +50,12 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from governance.core.reader import read_capsule_file  # noqa: PLC0415 (defers json)
     from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
-    from governance.core.verify import counts, holds, verify_at_commit  # noqa: PLC0415 (defers pygit2, json)
+    from governance.core.verify import (  # noqa: PLC0415 (defers pygit2, json)
+        UNCHANGED,
+        counts,
+        holds,
+        verify_at_commit,
+    )
     from governance.guards.check import one_line  # noqa: PLC0415 (defers pygit2)
 
     capsule = read_capsule_file(args.capsule)
@@ -76,9 +82,12 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        width = max(len(printable(r.locator)) for r in results)
         for r in results:
-            out(f"{r.status:<9} {printable(r.locator):<{width}}  {r.code}: {one_line(r.message)}")
+            out(f"{r.status:<9} {printable(r.locator)}")
+            if r.status != UNCHANGED:
+                # Said once, under its part: the table stays within 100 columns.
+                for line in textwrap.wrap(f"{r.code}: {one_line(r.message)}", 90):
+                    out(f"{'':<10}{line}")
         if not declared.checked:
             why = (
                 "is not in this repository"
