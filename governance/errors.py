@@ -183,6 +183,9 @@ INVALID_PACKET_ID = _code("invalid_packet_id", UsageError)
 # Malformed input: a packet, policy, capsule or result (exit 2).
 PACKET_MALFORMED = _code("packet_malformed", MalformedInput, advice="fix the packet")
 POLICY_MALFORMED = _code("policy_malformed", MalformedInput, advice="fix the policy")
+DEPENDENCY_CYCLE = _code(
+    "dependency_cycle", MalformedInput, advice="remove one dependency of the cycle"
+)
 LOOSENS_ADR_LIMIT = _code(
     "loosens_adr_limit",
     MalformedInput,
@@ -250,6 +253,11 @@ SOURCE_TOO_MANY_HEADINGS = _code(
     advice="read the file whole or by lines, or raise max_heading_count in the policy",
 )
 TOO_MANY_READS = _code("too_many_reads", SourceError)
+DEPENDENCY_MISSING = _code(
+    "dependency_missing",
+    SourceError,
+    advice="add that packet, or remove the id from dependencies",
+)
 SOURCE_SECRET = _code("source_secret", SourceError)
 OBJECT_MISSING = _code("object_missing", SourceError)
 COMMIT_MISSING = _code(

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from governance.commands._args import add_command, add_json_flag
 from governance.core.overlap import Overlap
 from governance.core.words import plural
 from governance.errors import UsageError
 from governance.output import err, out, print_json
+
+if TYPE_CHECKING:
+    from governance.guards.dependencies import Dependency
 
 HELP = "report every reason packets would not build (emits nothing)"
 
@@ -65,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         packets = list(dict.fromkeys(repo_relative(repo, p) for p in args.packets))
     warnings: dict[str, list[Overlap]] = {}
     scans: dict[str, dict[str, Any] | None] = {}
-    results = check_packets(snapshot, packets, warnings, scans)
+    bound: dict[str, list[Dependency]] = {}
+    results = check_packets(snapshot, packets, warnings, scans, bound)
     # The detector is the same for every packet; only the hits waived differ.
     scanned = next((scan for scan in scans.values() if scan is not None), None)
     failures = [f for packet in packets for f in results[packet]]
@@ -89,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
                         "failures": [f.to_json() for f in results[packet]],
                         "warnings": [w.to_json() for w in warnings[packet]],
                         "secrets_waived": (scans[packet] or {}).get("waived", []),
+                        "dependencies": [d.to_json() for d in bound.get(packet, [])],
                     }
                     for packet in packets
                 ],

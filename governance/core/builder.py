@@ -125,6 +125,7 @@ class Checked:
     first: CapsuleError | None  # the one build would raise
     warnings: list[Overlap]  # among the reads that could be selected
     secret_scan: dict[str, Any] | None = None  # Scan.status, once the scan could start
+    packet: Packet | None = None  # the packet, once it parsed
 
 
 def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
@@ -142,7 +143,8 @@ def check_report(snapshot: Snapshot, packet_path: str) -> Checked:
     from governance.core.overlap import overlaps  # noqa: PLC0415 (a replay never asks)
 
     scan = failures.scan.status() if failures.scan is not None else None
-    return Checked(failures.errors, failures.first, overlaps(failures.excerpts), scan)
+    found = overlaps(failures.excerpts)
+    return Checked(failures.errors, failures.first, found, scan, failures.packet)
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,7 @@ def _build(
     scan_secrets: bool,
     adr_limits: bool,
 ) -> Built | None:
-    inputs = _inputs(snapshot, packet_path, adr_limits=adr_limits)
+    inputs = _inputs(snapshot, packet_path, failures, adr_limits=adr_limits)
     scan = _scan(snapshot, failures) if scan_secrets else None
     context_file = _context(snapshot, inputs, scan, failures)
     resolved = _resolved(snapshot, inputs, failures)
@@ -207,9 +209,12 @@ def _build(
     )
 
 
-def _inputs(snapshot: Snapshot, packet_path: str, *, adr_limits: bool) -> _Inputs:
+def _inputs(
+    snapshot: Snapshot, packet_path: str, failures: Failures, *, adr_limits: bool
+) -> _Inputs:
     """The policy, then the packet, each read whole, parsed once a blob and held
-    to the ADR's limits (``adr_limits``); any failure here stops a check too."""
+    to the ADR's limits (``adr_limits``); any failure here stops a check too.
+    The packet, once parsed, is the check's (``failures.packet``)."""
     check_path(packet_path)
     if packet_id_of(packet_path) is None:
         raise UsageError(
@@ -242,6 +247,7 @@ def _inputs(snapshot: Snapshot, packet_path: str, *, adr_limits: bool) -> _Input
             ),
             weight=lambda _: 256 + 2 * len(packet_file.data),
         )
+        failures.packet = packet
         if packet.target_tokens is not None:
             check_packet_target(policy, packet.target_tokens, path=packet_path)
             if adr_limits:

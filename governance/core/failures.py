@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from governance.core.excerpt import Excerpt
+    from governance.core.packet import Packet
     from governance.core.secretscan import Scan
     from governance.errors import CapsuleError
 
@@ -23,6 +24,8 @@ class Failures:
         self.excerpts: list[Excerpt] = []
         # The secret scan, once its waivers are read.
         self.scan: Scan | None = None
+        # The packet, once parsed: what a check of its dependencies reads.
+        self.packet: Packet | None = None
 
     def add(self, error: CapsuleError | None, rank: int = 0) -> None:
         """Record ``error`` (``None``, as a scan that found nothing gives, adds

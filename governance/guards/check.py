@@ -37,6 +37,7 @@ from governance.errors import (
     CapsuleError,
     advice,
 )
+from governance.guards.dependencies import Dependency, Graph, bound, dependency_errors
 
 # The files every packet's build reads: the policy, and the secret scan's waivers.
 EVERY_PACKET = frozenset({POLICY_PATH, SECRET_WAIVERS_PATH})
@@ -222,23 +223,35 @@ def check_packets(
     packets: Iterable[str],
     warnings: dict[str, list[Overlap]] | None = None,
     scans: dict[str, dict[str, Any] | None] | None = None,
+    dependencies: dict[str, list[Dependency]] | None = None,
 ) -> dict[str, list[Failure]]:
-    """Every failure of each packet (an empty list when it builds), in order;
-    each packet's overlapping reads go into ``warnings``, and what its secret
-    scan said (``Scan.status``, None where it could not start) into
-    ``scans``, when they are given."""
+    """Every failure of each packet (an empty list when it builds), in order,
+    its dependencies' last (``guards.dependencies``); each packet's
+    overlapping reads go into ``warnings``, what its secret scan said
+    (``Scan.status``, None where it could not start) into ``scans``, and its
+    dependencies with their newest records into ``dependencies``, when they
+    are given (a packet that does not parse has none)."""
     from governance.core.builder import check_report  # noqa: PLC0415 (defers PyYAML, json)
 
     results = {}
+    parsed = []
     for packet in packets:
         checked = check_report(snapshot, packet)
         results[packet] = [
             Failure.from_error(packet, e, stops_build=e is checked.first) for e in checked.errors
         ]
+        if checked.packet is not None:
+            parsed.append(checked.packet)
         if warnings is not None:
             warnings[packet] = checked.warnings
         if scans is not None:
             scans[packet] = checked.secret_scan
+    graph = Graph(snapshot, parsed)
+    for path, errors in dependency_errors(parsed, graph).items():
+        results[path] += [Failure.from_error(path, e) for e in errors]
+    if dependencies is not None:
+        dependencies.update({path: [] for path in results})
+        dependencies.update(bound(graph, parsed))
     return results
 
 
@@ -294,10 +307,14 @@ def _dependencies(odb: pygit2.Odb, packet_path: str, entry: pygit2.Object) -> se
     except (KeyError, pygit2.GitError):
         return None
     try:
-        reads = required_reads(data.decode("utf-8"))
-        if reads is None:
+        lists = string_lists(data.decode("utf-8"), ("required_reads", "dependencies"))
+        if lists is None:
             return None
+        reads, dependencies = lists
         paths = {parse_locator(locator).path for locator in reads}
+        # A packet depends on each packet it names: deleting one, or giving it
+        # a dependency back, is a change to this one too.
+        paths |= {f"{PACKETS_DIR}/{d}/{PACKET_FILE}" for d in dependencies}
     except (UnicodeDecodeError, CapsuleError):
         return None
     return paths | {packet_path, context_path(packet_path)}
@@ -315,6 +332,15 @@ def required_reads(text: str) -> list[str] | None:
     """The ``required_reads`` strings of a packet's YAML, or None unless the
     document is a mapping with unique plain keys and that key is a list of
     strings."""
+    found = string_lists(text, ("required_reads",))
+    return None if found is None else found[0]
+
+
+def string_lists(text: str, names: Sequence[str]) -> list[list[str]] | None:
+    """The strings of each key of ``names`` in a packet's YAML, in that order
+    (an empty list for a key it leaves out, but for ``required_reads``), or
+    None unless the document is a mapping with unique plain keys whose
+    values for those keys are lists of strings."""
     import yaml  # noqa: PLC0415 (defers PyYAML)
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -328,13 +354,17 @@ def required_reads(text: str) -> list[str] | None:
     # A merge key, a non-string key or a repeated key: leave it to the real parser.
     if len(keys) != len(node.value) or len(set(keys)) != len(keys):
         return None
-    for key, value in node.value:
-        if key.value != "required_reads":
+    values = {key.value: value for key, value in node.value}
+    found: list[list[str]] = []
+    for name in names:
+        value = values.get(name)
+        if value is None and name != "required_reads":
+            found.append([])
             continue
         if not isinstance(value, yaml.SequenceNode):
             return None
         items = value.value
         if not all(isinstance(i, yaml.ScalarNode) and i.tag == _STR_TAG for i in items):
             return None
-        return [str(i.value) for i in items]
-    return None
+        found.append([str(i.value) for i in items])
+    return found

@@ -205,15 +205,41 @@ def status(
     snapshot = Snapshot.at(repo, "HEAD", check_worktree=False)
     snapshot.cache = cache if cache is not None else BlobCache()
     paths = records_in(snapshot.tree)
-    positions = recency(repo, snapshot.commit_id, paths)
+    rows = _rows(repo, snapshot, snapshot.commit_id, paths, all_records=all_records)
+    return StatusReport(snapshot.commit_id, all_records, len(paths), rows)
+
+
+def newest_records(
+    repo: pygit2.Repository, snapshot: Snapshot, head: str | None, packets: Iterable[str]
+) -> dict[str, RecordStatus]:
+    """The newest record of each of ``packets`` (ids) in ``snapshot``'s tree,
+    verified against that snapshot as ``status`` verifies HEAD; newest by
+    ``head``'s history (None: by name only). A packet without a record is
+    left out."""
+    wanted = set(packets)
+    paths = [path for path in records_in(snapshot.tree) if _packet_of(path) in wanted]
+    rows = _rows(repo, snapshot, head, paths, all_records=False)
+    return {row.packet: row for row in rows}
+
+
+def _rows(
+    repo: pygit2.Repository,
+    snapshot: Snapshot,
+    head: str | None,
+    paths: list[str],
+    *,
+    all_records: bool,
+) -> list[RecordStatus]:
+    """The records of ``paths``, the newest of each packet (every one with
+    ``all_records``), each verified against ``snapshot``."""
+    positions = recency(repo, head, paths) if head is not None else {}
     ordered = _newest_first(paths, positions)
     if not all_records:
         newest: dict[str, str] = {}
         for path in ordered:
             newest.setdefault(_packet_of(path), path)
         ordered = list(newest.values())
-    rows = [_judge(snapshot, path, positions) for path in ordered]
-    return StatusReport(snapshot.commit_id, all_records, len(paths), rows)
+    return [_judge(snapshot, path, positions) for path in ordered]
 
 
 def packet_record(
