@@ -50,7 +50,7 @@ def test_nearest_offers_qualified_selectors_for_repeated_slugs(cli, repo: Repo) 
     set_reads(repo, ["docs/kep.md#sumary"])
     _, error = error_of(cli, repo, ["build", PACKET])
     assert error["nearest"] == [
-        {"line": 3, "locator": None},
+        {"line": 3, "locator": "docs/kep.md#kep-1-widgets>summary"},
         {"line": 9, "locator": "docs/kep.md#goals/summary"},
         {"line": 15, "locator": "docs/kep.md#design-details/summary"},
     ]

@@ -25,7 +25,7 @@ def test_outline_text_is_a_tree_with_selectors_and_costs(cli, repo: Repo) -> Non
     assert result.out.splitlines() == [
         "LINES  BYTES  TOKENS  HEADING              SELECTOR",
         "1-27     205      69  # KEP-1: Widgets     docs/kep.md#kep-1-widgets",
-        "3-6       26       9    ## Summary         (no unique selector: #summary)",
+        "3-6       26       9    ## Summary         docs/kep.md#kep-1-widgets>summary",
         "7-12      39      13    ## Goals           docs/kep.md#goals",
         "9-12      29      10      ### Summary      docs/kep.md#goals/summary",
         "13-27    122      41    ## Design Details  docs/kep.md#design-details",
@@ -68,12 +68,14 @@ def test_outline_json_lists_every_heading(cli, repo: Repo) -> None:
 
 def test_every_outline_selector_builds_to_its_lines(cli, repo: Repo) -> None:
     # The outline's selectors are the ones the builder accepts, for the very
-    # sections it says.
+    # sections it says, every heading named (the title left out: eight reads
+    # at most).
     repo.write("docs/kep.md", KEP)
     repo.commit()
     _, found = outline_json(cli, repo, "docs/kep.md")
-    named = [h for h in found["headings"] if h["locator"] is not None]
-    assert len(named) == 8
+    assert all(h["locator"] is not None for h in found["headings"])
+    named = found["headings"][1:]
+    assert named[0]["locator"] == "docs/kep.md#kep-1-widgets>summary"
     repo.write(PACKET, packet_yaml("P-1", [h["locator"] for h in named]))
     repo.commit()
     result = cli(["build", PACKET], cwd=repo.path)

@@ -113,13 +113,13 @@ def test_ambiguous_slug_lists_each_candidate_with_its_shortest_selector(cli, rep
     assert (code, error["code"]) == (3, "heading_ambiguous")
     assert error["candidates"] == [
         # The top one is enclosed only by the title, which encloses the other
-        # two as well: no selector names it alone.
-        {"line": 3, "locator": None},
+        # two as well, but directly it encloses this one alone.
+        {"line": 3, "locator": "docs/kep.md#kep-1-widgets>summary"},
         {"line": 9, "locator": "docs/kep.md#goals/summary"},
         {"line": 15, "locator": "docs/kep.md#design-details/summary"},
     ]
     assert "line 9 (docs/kep.md#goals/summary)" in error["message"]
-    assert "line 3 (no selector names it alone)" in error["message"]
+    assert "line 3 (docs/kep.md#kep-1-widgets>summary)" in error["message"]
 
 
 def test_ambiguous_error_lists_at_most_twenty_candidates_with_their_count(cli, repo: Repo) -> None:
@@ -178,13 +178,16 @@ def test_literal_numbered_heading_under_a_parent(cli, repo: Repo) -> None:
     assert capsule["reads"][0]["lines"] == [5, 8]
 
 
-def test_twins_under_the_same_parent_have_no_selector(cli, repo: Repo) -> None:
+def test_twins_under_the_same_parent_are_named_by_their_ordinal(cli, repo: Repo) -> None:
     doc = "# Doc\n\n## Part\n\n### Notes\n\na\n\n### Notes\n\nb\n"
     with_reads(repo, ["docs/kep.md#part/notes"], doc)
     code, error = build_json(cli, repo)
     assert (code, error["code"]) == (3, "heading_ambiguous")
-    assert error["candidates"] == [{"line": 5, "locator": None}, {"line": 9, "locator": None}]
-    assert "rename" in error["message"]
+    assert error["candidates"] == [
+        {"line": 5, "locator": "docs/kep.md#notes@1"},
+        {"line": 9, "locator": "docs/kep.md#notes@2"},
+    ]
+    assert "use the selector of the one you mean" in error["message"]
 
 
 def test_missing_under_parent_names_where_the_slug_is(cli, repo: Repo) -> None:

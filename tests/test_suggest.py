@@ -234,7 +234,7 @@ def test_repeated_slugs_are_proposed_qualified(cli, tmp_path: Path) -> None:
     assert result["reads"][0]["lines"] == [5, 8]
 
 
-def test_headings_no_selector_names_are_skipped_and_counted(cli, tmp_path: Path) -> None:
+def test_headings_only_an_ordinal_names_are_skipped_and_counted(cli, tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     repo.write(
         "docs/twins.md",
@@ -242,7 +242,7 @@ def test_headings_no_selector_names_are_skipped_and_counted(cli, tmp_path: Path)
     )
     repo.commit("twins")
     result = run(cli, repo, "wombat")
-    assert result["corpus"]["skipped"]["heading_unnamed"] == 2
+    assert result["corpus"]["skipped"]["heading_positional"] == 2
     assert all("#notes" not in read["locator"] for read in result["reads"])
 
 

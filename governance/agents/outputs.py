@@ -182,7 +182,7 @@ class OutlineHeading(_Closed):
     level: int
     text: str
     slug: str
-    locator: str | None
+    locator: str
     lines: list[int]
     bytes: int
     estimated_tokens: int

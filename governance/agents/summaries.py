@@ -96,7 +96,7 @@ def outline_text(value: dict[str, Any]) -> str:
         printable(f"{value['path']} at {value['commit'][:12]}: {plural(value['lines'], 'line')}")
     ]
     for h in value["headings"]:
-        where = h["locator"] if h["locator"] is not None else "(no unique selector)"
+        where = h["locator"]
         lines.append(
             printable(
                 f"{'  ' * h['depth']}{'#' * h['level']} {h['text']}  lines "

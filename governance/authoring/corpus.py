@@ -191,13 +191,13 @@ def _file_docs(
     plain = usable_slugs(headings)
     for index, heading in enumerate(headings):
         if heading.slug in plain:
-            selector: str | None = heading.slug
+            selector = heading.slug
         else:
-            # A repeated slug: the qualified selector (parent/child) naming it alone.
-            locator = candidate_locator(path, tree, index)
-            selector = None if locator is None else locator.partition("#")[2]
-        if selector is None:
-            corpus.skipped["heading_unnamed"] += 1
+            # A repeated slug: the selector naming it alone, unless only an
+            # ordinal among identical siblings does (it moves with an edit).
+            selector = candidate_locator(path, tree, index).partition("#")[2]
+        if "@" in selector:
+            corpus.skipped["heading_positional"] += 1
             continue
         # The section's last block: the one that ends on its last line.
         last_line = tree.sections[index].last_line

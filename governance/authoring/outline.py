@@ -7,12 +7,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.core.budget import estimate_tokens
-from governance.core.excerpt import candidate_locator, decode_source, refuse_heading_count
-from governance.core.headings import heading_lines, parse_headings, split_lines
+from governance.core.excerpt import (
+    Parsed,
+    candidate_locator,
+    parse_source,
+    refuse_heading_count,
+    section_excerpt,
+)
+from governance.core.headings import heading_lines
+from governance.core.locator import parse_locator
 from governance.core.policy import heading_limits
-from governance.core.snapshot import Snapshot
+from governance.core.snapshot import Snapshot, Source
 from governance.core.tree import Tree
-from governance.errors import SOURCE_TOO_LARGE, SourceError
+from governance.errors import INVALID_LOCATOR, SOURCE_TOO_LARGE, SourceError
 
 
 @dataclass(frozen=True)
@@ -20,10 +27,9 @@ class Entry:
     level: int
     text: str
     slug: str
-    # The locator naming this heading alone (qualified where its slug
-    # repeats); None when no selector can (two equal headings under the same
-    # headings).
-    locator: str | None
+    # The locator naming this heading alone: qualified where its slug
+    # repeats, structural or with an ordinal where that is not enough.
+    locator: str
     first_line: int
     last_line: int
     n_bytes: int
@@ -73,6 +79,57 @@ def outline(snapshot: Snapshot, path: str) -> Outline:
     """The outline of ``path`` at ``snapshot``, read with the same fail-closed
     rules as a build (tracked regular blob, safe path, UTF-8, clean in the
     working tree when the snapshot checks it)."""
+    return _outline(snapshot, path)[0]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What one locator names: the heading's outline entry, and whether the
+    fragment was read as GitHub's anchor (``notes-1``) or as a selector."""
+
+    asked: str
+    github_anchor: bool
+    outline: Outline
+    index: int
+
+    @property
+    def entry(self) -> Entry:
+        return self.outline.entries[self.index]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "asked": self.asked,
+            "read_as": "github_anchor" if self.github_anchor else "selector",
+            "path": self.outline.path,
+            "commit": self.outline.commit,
+            "blob": self.outline.blob,
+            **self.entry.to_json(),
+        }
+
+
+def resolve(snapshot: Snapshot, locator: str) -> Resolved:
+    """The heading ``locator`` names, and the selector to build it by. A
+    single slug that is GitHub's anchor of a heading (``notes-1`` for the
+    second ``Notes``) is read as GitHub reads it; any other fragment as a
+    build reads it, failing as a build fails."""
+    selector = parse_locator(locator)
+    if selector.slug is None:
+        raise SourceError(
+            f"{locator}: --resolve takes a heading locator, path#anchor or path#selector",
+            code=INVALID_LOCATOR,
+            locator=locator,
+        )
+    found, tree, source, parsed = _outline(snapshot, selector.path)
+    if not selector.steps and not selector.parents:
+        index = tree.anchors.get(selector.slug)
+        if index is not None:
+            return Resolved(locator, True, found, index)
+    excerpt = section_excerpt(selector, source, parsed)
+    index = next(i for i, e in enumerate(found.entries) if e.first_line == excerpt.first_line)
+    return Resolved(locator, False, found, index)
+
+
+def _outline(snapshot: Snapshot, path: str) -> tuple[Outline, Tree, Source, Parsed]:
     source = snapshot.source(path)
     # Parsed whole, as a heading read parses it: bounded the same way.
     limits = heading_limits(snapshot)
@@ -91,9 +148,8 @@ def outline(snapshot: Snapshot, path: str) -> Outline:
     data = snapshot.read(source)
     # Before the parse: what follows it grows with the headings.
     refuse_heading_count(path, path, heading_lines(data), limits.headings, snapshot.where)
-    text = decode_source(data, locator=path)
-    lines = split_lines(data)
-    tree = Tree(parse_headings(text), len(lines))
+    parsed = parse_source(data, locator=path)
+    lines, tree = parsed.lines, parsed.tree
     # Byte offset of the start of each line, and of the end of the last one.
     starts = [0, *itertools.accumulate(len(line) for line in lines)]
     entries = tuple(
@@ -110,7 +166,7 @@ def outline(snapshot: Snapshot, path: str) -> Outline:
         )
         for index, section in enumerate(tree.sections)
     )
-    return Outline(
+    found = Outline(
         path=path,
         commit=snapshot.commit_id,
         blob=source.blob_id,
@@ -118,3 +174,4 @@ def outline(snapshot: Snapshot, path: str) -> Outline:
         line_count=len(lines),
         entries=entries,
     )
+    return found, tree, source, parsed

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from governance.commands._args import add_command, add_json_flag
 from governance.core.words import plural
+from governance.errors import USAGE, UsageError
 from governance.output import err, out, print_json, printable
+
+if TYPE_CHECKING:
+    from governance.core.snapshot import Snapshot
 
 HELP = "list every heading of a Markdown file with its selector, lines and cost"
 
@@ -21,15 +25,29 @@ def register(sub: Any) -> None:
             "Print every heading of PATH, a tracked Markdown file, at an exact commit, as a "
             "tree: its lines, what its section costs (bytes of the section, estimated tokens "
             "= ceil(bytes / 3)), the heading, and the locator that names it in "
-            "required_reads: path#slug, or path#parent-slug/child-slug where the slug "
-            "repeats, or '(no unique selector: #slug)' when every heading enclosing it also "
-            "encloses another with its slug. The file is read as a build reads it: a "
+            "required_reads: path#slug; path#parent-slug/child-slug where the slug repeats; "
+            "path#parent>child (directly under) or path#>slug (under no heading) where that "
+            "is not enough; path#slug@2 (the second of its siblings with that slug) only "
+            "where siblings share the slug and every enclosing heading. With --resolve "
+            "PATH#ANCHOR, the one heading a locator names and its selector: GitHub's anchor "
+            "of a repeated heading (#notes-1, copied from the rendered page) is read as "
+            "GitHub numbers it. The file is read as a build reads it: a "
             "missing, untracked, symlinked, non-UTF-8, too large or (at HEAD) dirty file "
             "fails closed. With --json, the same as a list, each heading with its depth and "
             "parent index."
         ),
     )
-    parser.add_argument("path", metavar="PATH", help="the Markdown file, as typed from the cwd")
+    parser.add_argument(
+        "path", metavar="PATH", nargs="?", help="the Markdown file, as typed from the cwd"
+    )
+    parser.add_argument(
+        "--resolve",
+        metavar="PATH#ANCHOR",
+        help=(
+            "print the selector of the heading this names instead (path from the repository "
+            "root): GitHub's anchor, #notes-1 included, or any selector"
+        ),
+    )
     parser.add_argument(
         "--at",
         metavar="REV",
@@ -48,8 +66,16 @@ def run(args: argparse.Namespace) -> int:
     from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
     from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
 
+    if (args.path is None) == (args.resolve is None):
+        raise UsageError(
+            "capsule outline: give PATH, or --resolve PATH#ANCHOR, not both",
+            code=USAGE,
+        )
     repo = open_repository()
-    found = outline(Snapshot.at(repo, args.at), repo_relative(repo, args.path))
+    snapshot = Snapshot.at(repo, args.at)
+    if args.resolve is not None:
+        return _resolve(snapshot, args.resolve, as_json=args.json)
+    found = outline(snapshot, repo_relative(repo, args.path))
     if args.json:
         print_json(found.to_json())
         return 0
@@ -59,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             f"{e.n_bytes:,}",
             f"{e.estimated_tokens:,}",
             printable(f"{'  ' * e.depth}{'#' * e.level} {e.text}"),
-            printable(e.locator if e.locator is not None else f"(no unique selector: #{e.slug})"),
+            printable(e.locator),
         )
         for e in found.entries
     ]
@@ -74,5 +100,24 @@ def run(args: argparse.Namespace) -> int:
         f"capsule: {found.path} at {found.commit[:12]}: {plural(len(found.entries), 'heading')}, "
         f"{plural(found.line_count, 'line')}, {plural(found.n_bytes, 'byte')} (whole file "
         f"{found.to_json()['estimated_tokens']:,} estimated tokens)"
+    )
+    return 0
+
+
+def _resolve(snapshot: Snapshot, locator: str, *, as_json: bool) -> int:
+    from governance.authoring.outline import resolve  # noqa: PLC0415 (defers pygit2, PyYAML, json)
+
+    found = resolve(snapshot, locator)
+    if as_json:
+        print_json(found.to_json())
+        return 0
+    entry = found.entry
+    out(printable(entry.locator))
+    read_as = "GitHub's anchor" if found.github_anchor else "the selector"
+    err(
+        printable(
+            f"capsule: {read_as} {locator} is {'#' * entry.level} {entry.text}, lines "
+            f"{entry.first_line}-{entry.last_line} at {found.outline.commit[:12]}"
+        )
     )
     return 0

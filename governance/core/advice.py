@@ -60,9 +60,9 @@ def narrowing(
         if sections:
             what = "subsections" if excerpt is not None and excerpt.heading else "sections"
             lines.append(f"largest {what} of {part['part']}:")
-            width = max(len(s["locator"] or "") for s in sections)
+            width = max(len(s["locator"]) for s in sections)
             lines += [
-                f"  {s['locator'] or '(no unique selector)':<{width}}  {s['bytes']:>10,} B  "
+                f"  {s['locator']:<{width}}  {s['bytes']:>10,} B  "
                 f"{s['estimated_tokens']:>8,} tok  lines {s['lines'][0]}-{s['lines'][1]}"
                 for s in sections
             ]

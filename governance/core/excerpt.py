@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.headings import heading_lines, line_count, parse_headings, split_lines
+from governance.core.structure import match_steps, propose, render
 from governance.core.tree import Tree
 from governance.errors import (
     LINE_RANGE_OUTSIDE,
@@ -228,7 +229,7 @@ def select(
 def section_excerpt(selector: Selector, source: Source, parsed: Parsed) -> Excerpt:
     """The complete section of the one heading ``selector`` names, failing closed."""
     tree = parsed.tree
-    match = tree.match(selector.slugs)
+    match = match_steps(tree, selector.steps) if selector.steps else tree.match(selector.slugs)
     if match.named is None:
         raise _unnamed(selector, tree, match)
     section = tree.section(match.named)
@@ -302,11 +303,26 @@ def span_excerpt(
     )
 
 
-def candidate_locator(path: str, tree: Tree, index: int) -> str | None:
-    """The locator naming heading ``index`` of ``path`` alone, qualified where
-    its slug repeats; None when no selector can (identical twins)."""
-    slugs = tree.qualified(index)
-    return None if slugs is None else f"{path}#{'/'.join(slugs)}"
+def candidate_locator(path: str, tree: Tree, index: int) -> str:
+    """The locator naming heading ``index`` of ``path`` alone: its slug,
+    qualified where it repeats, structural (``a>b``, ``>a``) where that is
+    not enough, with an ordinal (``a@2``) only among identical siblings."""
+    return f"{path}#{render(propose(tree, index))}"
+
+
+def github_replacement(selector: Selector, tree: Tree) -> tuple[str, str] | None:
+    """Where ``selector`` is one slug that is GitHub's numbered anchor of a
+    repeated heading (``notes-1``) and not that heading's own slug: the
+    message part naming the heading and the locator that selects it."""
+    if selector.steps or selector.parents or selector.slug is None:
+        return None
+    index = tree.anchors.get(selector.slug)
+    if index is None or tree.headings[index].slug == selector.slug:
+        return None
+    locator = candidate_locator(selector.path, tree, index)
+    line = tree.headings[index].line
+    said = f"GitHub's anchor #{selector.slug} is the heading at line {line}: write {locator}"
+    return said, locator
 
 
 def _listed(path: str, tree: Tree, indices: Sequence[int]) -> tuple[str, list[dict[str, object]]]:
@@ -315,17 +331,21 @@ def _listed(path: str, tree: Tree, indices: Sequence[int]) -> tuple[str, list[di
         {"line": tree.headings[i].line, "locator": candidate_locator(path, tree, i)}
         for i in indices[:SHOWN]
     ]
-    shown = [f"line {c['line']} ({c['locator'] or 'no selector names it alone'})" for c in found]
+    shown = [f"line {c['line']} ({c['locator']})" for c in found]
     more = len(indices) - len(found)
     return ", ".join(shown) + (f" and {more:,} more" if more else ""), found
 
 
 def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
-    qualified = bool(selector.parents)
-    what = f"selector {'/'.join(selector.slugs)!r}" if qualified else f"slug {selector.slug!r}"
+    qualified = bool(selector.parents or selector.steps)
+    fragment = selector.locator.partition("#")[2]
+    what = f"selector {fragment!r}" if qualified else f"slug {selector.slug!r}"
+    replacement = github_replacement(selector, tree)
+    details: dict[str, object] = {} if replacement is None else {"replacement": replacement[1]}
     if not match.candidates:
         message = f"{selector.locator}: no heading with {what} in {selector.path}"
-        details: dict[str, object] = {}
+        if replacement is not None:
+            message += f"; {replacement[0]}"
         assert selector.slug is not None
         elsewhere = tree.by_slug.get(selector.slug, [])
         if qualified and elsewhere:
@@ -333,13 +353,11 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
             message += f"; headings with slug {selector.slug!r}: {where}"
             details["candidates"] = found
             details["candidate_count"] = len(elsewhere)
-        else:
+        elif replacement is None:
             near = tree.nearest(selector.slug)
             if near:
                 _, found = _listed(selector.path, tree, near)
-                named = [
-                    f"{c['locator'] or 'an unnameable heading'} (line {c['line']})" for c in found
-                ]
+                named = [f"{c['locator']} (line {c['line']})" for c in found]
                 message += f"; nearest: {', '.join(named)}"
                 details["nearest"] = found
         message += f"; `capsule outline {selector.path}` lists every heading and its selector"
@@ -358,10 +376,10 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
             "; a '-N' suffix can be GitHub's position number for a repeated heading, which "
             "moves when one is added above"
         )
-    message += (
-        "; use the qualified selector of the one you mean, or rename headings so each "
-        "section has its own anchor"
-    )
+    if replacement is not None:
+        message += f"; {replacement[0]}"
+    else:
+        message += "; use the selector of the one you mean"
     return SourceError(
         message,
         code="heading_ambiguous",
@@ -369,4 +387,5 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
         lines=[c["line"] for c in found],
         candidates=found,
         candidate_count=count,
+        **details,
     )

@@ -1,5 +1,6 @@
-"""Locators (``path``, ``path#heading-slug``, ``path#parent-slug/.../heading-slug``
-or ``path#L10-L40``) and the path-safety rules."""
+"""Locators (``path``, ``path#heading-slug``, ``path#parent-slug/.../heading-slug``,
+the structural ``path#parent>child``, ``path#>top``, ``path#twin@2``, or
+``path#L10-L40``) and the path-safety rules."""
 
 from __future__ import annotations
 
@@ -22,6 +23,18 @@ _SAFE_LONGEST = 1024
 
 
 @dataclass(frozen=True)
+class Step:
+    """One heading of a structural selector: its slug (empty only beside an
+    ordinal), the ordinal among its siblings of that slug (``@2``), and
+    whether it is a direct child of the step before it (``>``), or, for the
+    first step, a heading no other encloses (a leading ``>``)."""
+
+    slug: str
+    ordinal: int | None = None
+    child: bool = False
+
+
+@dataclass(frozen=True)
 class Selector:
     locator: str
     path: str
@@ -32,6 +45,9 @@ class Selector:
     # ``#L10-L40``: the first and last line, 1-based and inclusive (``#L10``
     # is ``(10, 10)``). A slug is never uppercase, so never ``L...``.
     lines: tuple[int, int] | None = None
+    # A structural selector (``a>b``, ``>a``, ``a@2``): every step, outermost
+    # first; empty for the other forms (``a/b`` keeps its own meaning).
+    steps: tuple[Step, ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -108,6 +124,15 @@ def _parse_locator(locator: str) -> Selector:
         return Selector(locator=locator, path=path, slug=None)
     if _LINE_FORM.match(fragment):
         return Selector(locator=locator, path=path, slug=None, lines=_line_range(locator, fragment))
+    if ">" in fragment or "@" in fragment:
+        steps = _steps(locator, fragment)
+        return Selector(
+            locator=locator,
+            path=path,
+            slug=steps[-1].slug,
+            parents=tuple(step.slug for step in steps[:-1]),
+            steps=steps,
+        )
     *parents, slug = fragment.split("/")
     if "" in parents or not slug:
         raise SourceError(
@@ -116,6 +141,47 @@ def _parse_locator(locator: str) -> Selector:
             locator=locator,
         )
     return Selector(locator=locator, path=path, slug=slug, parents=tuple(parents))
+
+
+# A structural fragment: an optional leading ``>``, then steps joined by
+# ``/`` (enclosing, at any depth) or ``>`` (enclosing directly), each a slug
+# with an optional ``@N``. GitHub's slugs never hold ``>``, ``@`` or ``/``
+# (ASCII punctuation is deleted), so no slug reads as one, and no locator a
+# build ever accepted holds ``>`` or ``@``.
+_STEP = re.compile(r"([^/>@]*)(?:@([0-9]+))?")
+_SEPARATOR = re.compile(r"[/>]")
+
+
+def _steps(locator: str, fragment: str) -> tuple[Step, ...]:
+    def invalid(why: str) -> SourceError:
+        return SourceError(
+            f"{_shown(locator)}: {why}; write parent>child for a direct child, >slug for a "
+            "heading nothing encloses, slug@2 for the second of identical sibling headings",
+            code="invalid_locator",
+            locator=locator,
+        )
+
+    child = fragment.startswith(">")
+    body = fragment[1:] if child else fragment
+    parts = _SEPARATOR.split(body)
+    separators = _SEPARATOR.findall(body)
+    steps: list[Step] = []
+    for index, part in enumerate(parts):
+        found = _STEP.fullmatch(part)
+        if found is None:
+            raise invalid(f"'@' is followed by a number, once a step, in {_shown(part)!r}")
+        slug, number = found.group(1), found.group(2)
+        ordinal = None
+        if number is not None:
+            if len(number) > _LINE_DIGITS:
+                raise invalid(f"an ordinal has at most {_LINE_DIGITS} digits")
+            if number.startswith("0"):
+                raise invalid("ordinals count from 1" if set(number) == {"0"} else "a leading zero")
+            ordinal = int(number)
+        if not slug and ordinal is None:
+            raise invalid(f"empty heading slug in '#{_shown(fragment)}'")
+        steps.append(Step(slug, ordinal, child if index == 0 else separators[index - 1] == ">"))
+    return tuple(steps)
 
 
 # A fragment that starts as GitHub's line anchor does: ``L`` and a digit. No

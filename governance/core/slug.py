@@ -4,7 +4,7 @@ Unicode data pinned to one version (``slug_table``, part of capsule/1)."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from governance.core import slug_table
 
@@ -58,3 +58,20 @@ def github_slug(text: str) -> str:
     # mapping of a newer letter never applies; str.lower of every assigned one is the
     # same on every supported Python (tests/test_slug_table.py checks its digest).
     return text.translate(_UNASSIGNED).lower().translate(_DELETED)
+
+
+def github_anchors(slugs: Iterable[str]) -> list[str]:
+    """The anchor GitHub gives each of a document's headings, in order: its
+    slug, or, where an earlier heading has that anchor, the slug with the
+    next free ``-N`` (github-slugger's occurrence counter, so a literal
+    ``Notes 1`` heading above a second ``Notes`` pushes it to ``notes-2``)."""
+    occurrences: dict[str, int] = {}
+    anchors = []
+    for slug in slugs:
+        anchor = slug
+        while anchor in occurrences:
+            occurrences[slug] += 1
+            anchor = f"{slug}-{occurrences[slug]}"
+        occurrences[anchor] = 0
+        anchors.append(anchor)
+    return anchors

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from governance.core.headings import Heading, Section
+from governance.core.slug import github_anchors
 
 _REPEAT = re.compile(r"(.+)-([1-9][0-9]*)")
 # Slugs are compared on at most this many characters (difflib is quadratic).
@@ -64,8 +65,10 @@ class Tree:
         self._subsequences: dict[str, Counter[tuple[str, ...]]] = {}
         self._qualifier_sets: dict[int, set[tuple[str, ...]]] = {}
         # Slug of a heading -> the base it repeats (None: not a repeat), as
-        # _repeat_of finds.
+        # repeat_of finds.
         self._repeats: dict[str, str | None] = {}
+        # What core.structure computes from this tree, kept with it.
+        self.memo: dict[object, object] = {}
 
     @cached_property
     def sections(self) -> tuple[Section, ...]:
@@ -74,6 +77,24 @@ class Tree:
         found = self.headings
         # Positional arguments: a dataclass is made faster so than by keyword.
         return tuple(map(Section, found, [h.line for h in found], self._last_line))
+
+    @cached_property
+    def ordinals(self) -> tuple[int, ...]:
+        """Each heading's place among its siblings of the same slug (the
+        headings with its parent, or with none), from 1, in line order."""
+        seen: Counter[tuple[int | None, str]] = Counter()
+        found = []
+        for index, heading in enumerate(self.headings):
+            key = (self.parent[index], heading.slug)
+            seen[key] += 1
+            found.append(seen[key])
+        return tuple(found)
+
+    @cached_property
+    def anchors(self) -> dict[str, int]:
+        """GitHub's anchor of each heading (``notes``, ``notes-1``) -> its index."""
+        found = github_anchors(h.slug for h in self.headings)
+        return {anchor: index for index, anchor in enumerate(found)}
 
     def section(self, index: int) -> Section:
         """``sections[index]``, without making the others."""
@@ -92,7 +113,7 @@ class Tree:
     def depth(self, index: int) -> int:
         return len(self.ancestors(index))
 
-    def _repeat_of(self, slug: str) -> str | None:
+    def repeat_of(self, slug: str) -> str | None:
         # GitHub names the (n+1)-th heading `base` `base-n`. Once per slug of
         # this tree's headings (by_slug does not change); a slug no heading
         # has is a selector's, any number of any length: never remembered.
@@ -112,13 +133,13 @@ class Tree:
             self._repeats[slug] = base
         return base
 
-    def _meanings(self, slug: str) -> tuple[str, ...]:
-        base = self._repeat_of(slug)
+    def meanings(self, slug: str) -> tuple[str, ...]:
+        base = self.repeat_of(slug)
         return (slug,) if base is None else (slug, base)
 
-    def _group(self, slug: str) -> list[int]:
+    def group(self, slug: str) -> list[int]:
         members = list(self.by_slug.get(slug, ()))
-        base = self._repeat_of(slug)
+        base = self.repeat_of(slug)
         if base is not None:
             members = sorted(members + self.by_slug[base])
         return members
@@ -133,14 +154,14 @@ class Tree:
             if wanted < 0:
                 break
             slug = self.headings[ancestor].slug
-            if slug == parents[wanted] or (not literal and slug in self._meanings(parents[wanted])):
+            if slug == parents[wanted] or (not literal and slug in self.meanings(parents[wanted])):
                 wanted -= 1
         return wanted < 0
 
     def match(self, slugs: Sequence[str]) -> Match:
         *parents, own = slugs
-        candidates = tuple(i for i in self._group(own) if self._within(i, parents, literal=False))
-        positional = any(self._repeat_of(slug) is not None for slug in slugs)
+        candidates = tuple(i for i in self.group(own) if self._within(i, parents, literal=False))
+        positional = any(self.repeat_of(slug) is not None for slug in slugs)
         named = None
         if len(candidates) == 1:
             only = candidates[0]
@@ -154,7 +175,7 @@ class Tree:
         counts = self._subsequences.get(slug)
         if counts is None:
             counts = Counter()
-            for member in self._group(slug):
+            for member in self.group(slug):
                 counts.update(self._qualifiers(member))
             self._subsequences[slug] = counts
         return counts
@@ -176,7 +197,7 @@ class Tree:
         first), preferring nearer enclosing headings; None when none does
         (two headings with the same slug under the same headings)."""
         own = self.headings[index].slug
-        if self._repeat_of(own) is not None:
+        if self.repeat_of(own) is not None:
             # Its own slug is position-numbered: no qualification makes the
             # other meaning go away for certain, so ask the resolver.
             return self._qualified_slow(index)
@@ -200,7 +221,7 @@ class Tree:
     ) -> bool:
         # Every literal tuple of slugs this qualification could match must be
         # had by this heading alone.
-        for meaning in itertools.product(*(self._meanings(s) for s in nearest_first)):
+        for meaning in itertools.product(*(self.meanings(s) for s in nearest_first)):
             if counts[meaning] != (1 if meaning in mine else 0):
                 return False
         return True
