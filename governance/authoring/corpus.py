@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from governance.authoring.terms import RUN, normalise
+from governance.authoring.terms import RUN, content_terms, normalise
 from governance.core.capsule import PACKETS_DIR
 from governance.core.excerpt import candidate_locator
 from governance.core.globs import PathGlobs, State
@@ -42,6 +42,8 @@ DEFAULT_BOUNDS = Bounds()
 HEADING_WEIGHT = 3
 # A file this small is also a candidate whole (locator ``path``).
 SMALL_FILE_BYTES = 16 << 10
+# A file name's leading number ("0042-quokka-habitat.md"): not part of its title.
+_NUMBER_PREFIX = re.compile(r"^[0-9]+[-_ ]+")
 
 
 @dataclass
@@ -57,6 +59,9 @@ class Doc:
     data: bytes
     length: int  # BM25's document length: the section's bytes
     tf: dict[str, int]  # of the goal's terms only
+    # The content terms of the document's title (title_of): a goal naming them
+    # all names the document.
+    title_terms: frozenset[str] = frozenset()
 
     @property
     def locator(self) -> str:
@@ -132,6 +137,17 @@ def usable_slugs(headings: Iterable[Heading]) -> set[str]:
     return usable
 
 
+def title_of(path: str, headings: list[Heading]) -> str:
+    """A document's title: its first heading when that is its only level-1 one,
+    else its file name without a leading number or suffix (``0042-quokka-habitat``
+    is titled "quokka habitat")."""
+    top = [heading for heading in headings if heading.level == 1]
+    if len(top) == 1 and headings[0] is top[0]:
+        return top[0].text
+    stem = path.rpartition("/")[2].rpartition(".")[0] or path
+    return _NUMBER_PREFIX.sub("", stem).replace("_", " ").replace("-", " ")
+
+
 def _file_docs(
     path: str, blob_id: str, data: bytes, *, terms: frozenset[str], corpus: Corpus
 ) -> None:
@@ -161,7 +177,9 @@ def _file_docs(
                 count = found.count(term)
             running.append(running[-1] + count)
 
-    def doc(selector: str | None, heading: Heading | None, block_a: int, block_b: int) -> Doc:
+    def doc(
+        selector: str | None, heading: Heading | None, block_a: int, block_b: int, context: str
+    ) -> Doc:
         first, last = starts[block_a], ends[block_b - 1]
         tf = {t: s[block_b] - s[block_a] for t, s in sums.items() if s[block_b] > s[block_a]}
         if heading is not None and tf:
@@ -170,6 +188,10 @@ def _file_docs(
             for term in RUN.findall(normalise(heading.text)):
                 if term in tf:
                     tf[term] += HEADING_WEIGHT - 1
+        # The enclosing headings and the document's title say what it is part
+        # of: each of their terms counts once more, in the section or not.
+        for term in set(RUN.findall(normalise(context))) & terms:
+            tf[term] = tf.get(term, 0) + 1
         return Doc(
             path=path,
             blob_id=blob_id,
@@ -180,11 +202,14 @@ def _file_docs(
             data=data[offsets[first - 1] : offsets[last]],
             length=lengths[block_b] - lengths[block_a],
             tf=tf,
+            title_terms=title_terms,
         )
 
+    title = title_of(path, headings)
+    title_terms = frozenset(content_terms(title))
     if len(data) <= SMALL_FILE_BYTES or not headings:
         if len(data) <= SMALL_FILE_BYTES:
-            corpus.docs.append(doc(None, None, 0, len(starts)))
+            corpus.docs.append(doc(None, None, 0, len(starts), title))
         else:
             corpus.skipped["large_without_headings"] += 1
     tree = Tree(headings, len(lines))
@@ -204,7 +229,10 @@ def _file_docs(
         last_block = index + 1
         while last_block < len(starts) and ends[last_block] < last_line:
             last_block += 1
-        corpus.docs.append(doc(selector, heading, index + 1, last_block + 1))
+        context = [headings[parent].text for parent in tree.ancestors(index)]
+        if title != heading.text and title not in context:
+            context.append(title)
+        corpus.docs.append(doc(selector, heading, index + 1, last_block + 1, "\n".join(context)))
 
 
 def scan(

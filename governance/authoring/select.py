@@ -1,8 +1,9 @@
 """Which candidates become reads: BM25 per facet, then a greedy choice by marginal
 facet coverage per byte (integer cross-multiplication; a facet counts until
-two reads cover it), the best section of each file first, no overlap, no
-duplicate, one file's share capped, every read fitting the real budget. Every
-candidate ends in exactly one bucket."""
+two reads cover it), a document the goal names by title first, the best
+section of each file first, no overlap, no duplicate, one file's share
+capped, every read fitting the real budget; then the next-best by score
+fill toward the target. Every candidate ends in exactly one bucket."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ class Candidate:
     doc: Doc
     score: int  # BM25 of the whole goal, x bm25.SCALE
     facets: dict[int, int]  # facet index -> BM25 of its terms
+    named: bool = False  # the goal names its document's title
 
     @property
     def cost(self) -> int:
@@ -96,6 +98,7 @@ def score(docs: Sequence[Doc], facets: Sequence[Facet]) -> list[Candidate]:
     n_docs = len(docs)
     total = sum(doc.length for doc in docs)
     terms = sorted({term for facet in facets for term in facet.terms})
+    goal_terms = frozenset(terms)
     freq = Counter(term for doc in docs for term in doc.tf)
     idf = {term: bm25.idf(n_docs, freq[term]) for term in terms if freq[term]}
     out: list[Candidate] = []
@@ -114,7 +117,10 @@ def score(docs: Sequence[Doc], facets: Sequence[Facet]) -> list[Candidate]:
             if _covers(doc, facet, joined)
         }
         if covered:
-            out.append(Candidate(doc=doc, score=sum(per_term.values()), facets=covered))
+            named = bool(doc.title_terms) and doc.title_terms <= goal_terms
+            out.append(
+                Candidate(doc=doc, score=sum(per_term.values()), facets=covered, named=named)
+            )
     out.sort(key=lambda c: (-c.score, *_place(c.doc)))
     return out
 
@@ -150,11 +156,21 @@ def choose(
     texts: set[bytes] = set()
     dropped: dict[int, list[str]] = {index: [] for index in range(n_facets)}
     remaining = list(candidates)
+    spare: list[Candidate] = []  # not needed for coverage: what fills toward the target
 
     def drop(candidate: Candidate, reason: str) -> None:
         selection.omitted[reason] += 1
         for index in candidate.facets:
             dropped[index].append(reason)
+
+    def take(candidate: Candidate) -> None:
+        fit.add(candidate.doc)
+        selection.reads.append(candidate)
+        for index in candidate.facets:
+            depth[index] += 1
+        full.update(index for index in candidate.facets if depth[index] >= DEPTH)
+        per_path[candidate.doc.path] += 1
+        texts.add(candidate.doc.data)
 
     while remaining:
         kept = []
@@ -169,7 +185,7 @@ def choose(
                 all(depth[index] for index in candidate.facets)
                 and candidate.value(full) * WORTH <= first_value
             ):
-                drop(candidate, REDUNDANT)
+                spare.append(candidate)
             elif per_path[doc.path] >= per_file:
                 drop(candidate, SHARE_CAP)
             elif len(selection.reads) >= max_reads:
@@ -181,8 +197,10 @@ def choose(
         remaining = kept
         if not remaining:
             break
-        # Diversity: while some file has no read yet, the best of those files first.
-        pool = [c for c in remaining if per_path[c.doc.path] == 0] or remaining
+        # The best of a document the goal names by its title first; then,
+        # while some file has no read yet, the best of those files first.
+        pool = [c for c in remaining if c.named and per_path[c.doc.path] == 0]
+        pool = pool or [c for c in remaining if per_path[c.doc.path] == 0] or remaining
         best = pool[0]
         for candidate in pool[1:]:
             if _better(candidate, best, full):
@@ -191,15 +209,27 @@ def choose(
         if not fit.fits(best.doc):
             drop(best, BUDGET)
             continue
-        fit.add(best.doc)
         if not selection.reads:
             first_value = best.value(full)
-        selection.reads.append(best)
-        for index in best.facets:
-            depth[index] += 1
-        full.update(index for index in best.facets if depth[index] >= DEPTH)
-        per_path[best.doc.path] += 1
-        texts.add(best.doc.data)
+        take(best)
+
+    # Coverage is met, or nothing more covers anything: the next-best of the
+    # rest (score order) fill toward the target budget, within the same rules.
+    for candidate in sorted(spare, key=lambda c: (-c.score, *_place(c.doc))):
+        doc = candidate.doc
+        if doc.data in texts:
+            drop(candidate, DUPLICATE)
+        elif any(_overlaps(doc, read.doc) for read in selection.reads):
+            drop(candidate, OVERLAP)
+        elif per_path[doc.path] >= per_file:
+            drop(candidate, SHARE_CAP)
+        elif len(selection.reads) >= max_reads:
+            # Not needed for coverage, and the packet is full.
+            drop(candidate, REDUNDANT)
+        elif not fit.might_fit(doc) or not fit.fits(doc):
+            drop(candidate, BUDGET)
+        else:
+            take(candidate)
 
     for index in range(n_facets):
         if depth[index]:

@@ -18,7 +18,7 @@ from governance.core.globs import PathGlobs
 from governance.core.snapshot import Snapshot
 from governance.errors import GOAL_EMPTY, GOAL_TOO_LONG, USAGE, UsageError
 
-ALGORITHM = "suggest/1"
+ALGORITHM = "suggest/2"
 
 
 @dataclass(frozen=True)
