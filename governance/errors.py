@@ -2,9 +2,10 @@
 
 Every user-facing failure is a CapsuleError with a stable ``code``. REGISTRY
 holds every code the package raises or reports: the class it is raised as,
-its exit code, and the advice a failure line prints for it. Code compares
-codes with the constants below (``exc.code == SOURCE_MISSING``), never with
-string literals; docs/errors.md lists every code (tests/test_errors.py keeps
+its exit code, and the advice a failure line prints for it. Code raises and
+compares codes with the constants below (``code=SOURCE_MISSING``,
+``exc.code == SOURCE_MISSING``), never with string literals, and every
+CapsuleError subclass is defined here; docs/errors.md lists every code (tests/test_errors.py keeps
 all three in step). ``governance.commands`` is the only place that turns
 errors into exit codes and output.
 """
@@ -76,6 +77,32 @@ class BudgetError(CapsuleError):
     exit_code = EXIT_BUDGET
 
 
+class RecordConflict(CapsuleError):
+    """A different file already holds this record's name: never overwritten (exit 2)."""
+
+    default_code = "record_conflict"
+
+
+class RecordMisplaced(CapsuleError):
+    """A record away from the path its id and commit give (exit 1, like drift)."""
+
+    default_code = "record_misplaced"
+    exit_code = EXIT_DRIFT
+
+
+class Interrupted(CapsuleError):
+    """SIGTERM reached the runner while agents ran: they were stopped."""
+
+    default_code = "interrupted"
+    exit_code = 128 + 15  # SIGTERM
+
+
+class HungUp(Interrupted):
+    """SIGHUP reached the runner while agents ran: they were stopped."""
+
+    exit_code = 128 + 1  # SIGHUP
+
+
 def coded(exc: BaseException) -> CapsuleError | None:
     """``exc`` as the coded error a command reports for it, or None when it is
     not the user's to fix (a bug: let it raise). The file system said no
@@ -97,7 +124,7 @@ def coded(exc: BaseException) -> CapsuleError | None:
 
 class Code(NamedTuple):
     """One error code: the class of ``governance.errors`` it is raised as (a
-    subclass elsewhere may carry it too, with the same exit code), or None for
+    subclass may carry it too, with the same exit code), or None for
     a failure a command reports without raising it; its exit code; and what a
     failure line advises, for a packet's failure (``advice``) and for a capsule
     record's (``record_advice``), where the message does not say it already.
@@ -161,7 +188,7 @@ INDEX_CONFLICTED = _code("index_conflicted", UsageError)
 HOOK_EXISTS = _code("hook_exists", UsageError)
 FILE_EXISTS = _code("file_exists", UsageError)
 HOOK_NOT_EXECUTABLE = _code("hook_not_executable", UsageError)
-RECORD_CONFLICT = _code("record_conflict", CapsuleError)
+RECORD_CONFLICT = _code("record_conflict", RecordConflict)
 NOT_A_RECORD = _code(
     "not_a_record",
     None,
@@ -298,7 +325,7 @@ RECORD_NOT_FILE = _code(
 )
 RECORD_UNREADABLE = _code("record_unreadable", CapsuleError)
 # Away from the path its own id and commit give: not evidence where it is (exit 1).
-RECORD_MISPLACED = _code("record_misplaced", CapsuleError, exit_code=EXIT_DRIFT)
+RECORD_MISPLACED = _code("record_misplaced", RecordMisplaced)
 RECORD_TOO_LARGE = _code("record_too_large", MalformedInput)
 # Reported, never raised: a record that is not what the builder gives (exit 1).
 REPLAY_DIFFERS = _code(
@@ -338,7 +365,7 @@ PASS_ENV_UNSET = _code("pass_env_unset", UsageError)
 ISOLATION_UNAVAILABLE = _code("isolation_unavailable", UsageError)
 SHARE_REFUSED = _code("share_refused", UsageError)
 # SIGTERM (exit 143) or SIGHUP (exit 129) while the agents ran.
-INTERRUPTED = _code("interrupted", CapsuleError, exit_code=143)
+INTERRUPTED = _code("interrupted", Interrupted)
 
 # Signed records.
 SSH_KEYGEN_MISSING = _code("ssh_keygen_missing", CapsuleError)

@@ -41,31 +41,96 @@ def _error_classes() -> dict[str, type[CapsuleError]]:
     return found
 
 
-def _code_literals(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str | None]]:
-    """(node, code, the called name) of every ``code="..."`` keyword of a call,
-    and (node, code, class name) of every ``default_code = "..."`` of a class."""
+ERRORS_PY = ROOT / "governance" / "errors.py"
+# The codes by the name of their constant in governance/errors.py.
+CONSTANTS = {
+    name: value
+    for name, value in vars(errors).items()
+    if name.isupper() and isinstance(value, str) and value in REGISTRY
+}
+
+
+def _code_of(value: ast.expr) -> tuple[str, bool] | None:
+    """The code ``value`` gives, and whether it is written as a string literal:
+    ``"source_missing"`` or ``SOURCE_MISSING`` (``errors.SOURCE_MISSING``)."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
+        return value.value, True
+    name = value.id if isinstance(value, ast.Name) else None
+    if isinstance(value, ast.Attribute) and ast.unparse(value.value) == "errors":
+        name = value.attr
+    if name in CONSTANTS:
+        return CONSTANTS[name], False
+    return None
+
+
+def _code_literals(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str | None, bool]]:
+    """(node, code, the called name, written as a literal) of every ``code=``
+    keyword of a call, and (node, code, class name, literal) of every
+    ``default_code = ...`` of a class."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
-                value = keyword.value
-                if (
-                    keyword.arg == "code"
-                    and isinstance(value, ast.Constant)
-                    and isinstance(value.value, str)
-                ):
-                    yield node, value.value, ast.unparse(node.func)
+                found = _code_of(keyword.value) if keyword.arg == "code" else None
+                if found:
+                    yield node, found[0], ast.unparse(node.func), found[1]
         elif isinstance(node, ast.ClassDef):
             for statement in node.body:
-                if (
-                    isinstance(statement, ast.Assign)
-                    and any(
-                        isinstance(t, ast.Name) and t.id == "default_code"
-                        for t in statement.targets
-                    )
-                    and isinstance(statement.value, ast.Constant)
-                    and statement.value.value
+                if isinstance(statement, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "default_code" for t in statement.targets
                 ):
-                    yield statement, str(statement.value.value), node.name
+                    found = _code_of(statement.value)
+                    if found:
+                        yield statement, found[0], node.name, found[1]
+
+
+def test_every_code_is_raised_through_its_constant() -> None:
+    literal = [
+        f"{_where(path, node)}: {code!r} (in {called}): write {code.upper()} "
+        "(from governance.errors), not the string"
+        for path in SOURCES
+        if path != ERRORS_PY
+        for node, code, called, is_literal in _code_literals(
+            ast.parse(path.read_text(encoding="utf-8"))
+        )
+        if is_literal
+    ]
+    assert literal == [], "\n".join(literal)
+
+
+def test_the_literal_scan_can_fail() -> None:
+    source = (
+        "raise SourceError('x', code='source_missing')\n"
+        "raise SourceError('x', code=SOURCE_MISSING)\n"
+        "raise SourceError('x', code=errors.OVER_BUDGET)\n"
+        "class E(CapsuleError):\n    default_code = 'usage'\n"
+    )
+    found = [(code, literal) for _, code, _, literal in _code_literals(ast.parse(source))]
+    assert sorted(found) == [
+        ("over_budget", False), ("source_missing", False), ("source_missing", True),
+        ("usage", True),
+    ]  # fmt: skip
+
+
+def test_every_error_class_lives_in_errors_py() -> None:
+    elsewhere = sorted(
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in _error_classes().values()
+        if cls.__module__.startswith("governance.") and cls.__module__ != "governance.errors"
+    )
+    assert elsewhere == [], "move these CapsuleError subclasses to governance/errors.py"
+
+
+def test_every_constant_is_used() -> None:
+    text = "\n".join(path.read_text(encoding="utf-8") for path in SOURCES)
+    # Its definition and at least one use, or the class it is registered with
+    # raises it by default (RecordConflict: record_conflict).
+    unused = sorted(
+        name
+        for name, code in CONSTANTS.items()
+        if len(re.findall(rf"\b{name}\b", text)) < 2
+        and getattr(REGISTRY[code].error, "default_code", None) != code
+    )
+    assert unused == [], f"constants of governance/errors.py nothing uses: {unused}"
 
 
 def test_every_code_raised_or_reported_is_registered() -> None:
@@ -73,7 +138,7 @@ def test_every_code_raised_or_reported_is_registered() -> None:
         f"{_where(path, node)}: {code!r} (in {called}): add it to governance/errors.py with "
         f"_code({code!r}, <its class>, ...) and a row to docs/errors.md"
         for path in SOURCES
-        for node, code, called in _code_literals(ast.parse(path.read_text(encoding="utf-8")))
+        for node, code, called, _ in _code_literals(ast.parse(path.read_text(encoding="utf-8")))
         if code not in REGISTRY
     ]
     assert missing == [], "\n".join(missing)
@@ -83,7 +148,7 @@ def test_each_code_is_raised_as_its_registered_class() -> None:
     classes = _error_classes()
     wrong = []
     for path in SOURCES:
-        for node, code, called in _code_literals(ast.parse(path.read_text(encoding="utf-8"))):
+        for node, code, called, _ in _code_literals(ast.parse(path.read_text(encoding="utf-8"))):
             cls = classes.get(str(called))
             entry = REGISTRY.get(code)
             if cls is None or entry is None:

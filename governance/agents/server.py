@@ -29,7 +29,7 @@ from governance.agents.catalog import INSTRUCTIONS, Tool, catalog
 from governance.agents.inputs import input_schema
 from governance.agents.tools import Workspace
 from governance.core.capsule import CONTEXT_FILE, PACKET_FILE, PACKETS_DIR
-from governance.errors import CapsuleError, UsageError, coded
+from governance.errors import CapsuleError, SourceError, UsageError, coded
 from governance.output import message, printable, shown_json
 
 logger = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ def _read(ws: Workspace, uri: str) -> types.TextResourceContents:
     """The resource at ``uri``: a packet's capsule, or a packet, context or
     record committed at HEAD, read now."""
     if not uri.startswith(URI_PREFIX):
-        raise UsageError(f"{uri}: not a capsule:// resource", code=errors.SOURCE_MISSING)
+        raise SourceError(f"{uri}: not a capsule:// resource", code=errors.SOURCE_MISSING)
     # Split before unquoting: %2F is a character of a segment, never a folder.
     parts = [
         urllib.parse.unquote(part, errors="surrogateescape")
@@ -241,7 +241,7 @@ def _read(ws: Workspace, uri: str) -> types.TextResourceContents:
     whole = len(parts) == 3 and parts[2] in (PACKET_FILE, CONTEXT_FILE)
     record = len(parts) == 4 and parts[2] == "capsules" and parts[3].endswith(".json")
     if not (kind and (whole or record)):
-        raise UsageError(
+        raise SourceError(
             f"{path}: no such resource: the templates are "
             + ", ".join(t.uri_template for t in TEMPLATES),
             code=errors.SOURCE_MISSING,

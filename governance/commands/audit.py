@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from governance.commands._args import add_command, add_json_flag
 from governance.core.words import plural
-from governance.errors import UsageError
+from governance.errors import USAGE, UsageError
 from governance.history.cpus import AUTO_ITEMS_PER_PROCESS, AUTO_MAX_PROCESSES
 from governance.history.records import RECORDS_GLOB
 from governance.output import err, out, print_json, printable
@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
 
         ssh_keygen()  # ssh_keygen_missing before any work
     elif args.signers_at is not None:
-        raise UsageError("--signers-at goes with --require-signatures", code="usage")
+        raise UsageError("--signers-at goes with --require-signatures", code=USAGE)
     progress = Progress()
     try:
         report = audit(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from governance.commands._args import add_command, add_json_flag
 from governance.core.overlap import Overlap
 from governance.core.words import plural
-from governance.errors import UsageError
+from governance.errors import USAGE, UsageError
 from governance.output import err, out, print_json
 
 if TYPE_CHECKING:
@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
     from governance.guards.staged import staged_snapshot  # noqa: PLC0415 (defers pygit2)
 
     if args.all and args.packets:
-        raise UsageError("name PACKETs or use --all, not both", code="usage")
+        raise UsageError("name PACKETs or use --all, not both", code=USAGE)
     if not args.all and not args.packets:
-        raise UsageError("name at least one PACKET, or use --all", code="usage")
+        raise UsageError("name at least one PACKET, or use --all", code=USAGE)
     repo = open_repository()
     snapshot = staged_snapshot(repo) if args.staged else Snapshot.at(repo, "HEAD")
     if args.all:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.continuation import seccomp
-from governance.errors import UsageError
+from governance.errors import ISOLATION_UNAVAILABLE, SHARE_REFUSED, UsageError
 from governance.output import shown
 
 AUTO = "auto"
@@ -136,7 +136,7 @@ def resolve(
         if network == NONE:
             raise UsageError(
                 "--network none needs namespace isolation, and --isolation none was given",
-                code="isolation_unavailable",
+                code=ISOLATION_UNAVAILABLE,
             )
         return not_isolated("--isolation none was given")
     isolation = _available(network or NONE, environ, probe, usable)
@@ -147,7 +147,7 @@ def resolve(
         raise UsageError(
             f"{wanted}: cannot isolate the agents in namespaces here: "
             f"{shown(isolation.reason or '')}",
-            code="isolation_unavailable",
+            code=ISOLATION_UNAVAILABLE,
         )
     return isolation
 
@@ -370,13 +370,13 @@ def check_share(path: str, refused: Sequence[str]) -> str:
     folder, where the repository usually is, and HOME)."""
     full = os.path.realpath(path)
     if not os.path.exists(full):
-        raise UsageError(f"--share {shown(path)}: no such file or folder", code="share_refused")
+        raise UsageError(f"--share {shown(path)}: no such file or folder", code=SHARE_REFUSED)
     for place in refused:
         other = os.path.realpath(place)
         if full == "/" or _under(full, [other]) or _under(other, [full]):
             raise UsageError(
                 f"--share {shown(path)}: it would show the agents {shown(other)} "
                 "(the current folder or HOME)",
-                code="share_refused",
+                code=SHARE_REFUSED,
             )
     return full

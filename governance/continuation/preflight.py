@@ -12,7 +12,15 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from governance.continuation.delivery import PROMPT_VARIABLE
 from governance.continuation.users import RunAs
-from governance.errors import UsageError
+from governance.errors import (
+    AGENT_COMMAND_INVALID,
+    AGENT_NOT_EXECUTABLE,
+    AGENT_NOT_FOUND,
+    PASS_ENV_INVALID,
+    PASS_ENV_RESERVED,
+    PASS_ENV_UNSET,
+    UsageError,
+)
 from governance.output import shown
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -32,10 +40,10 @@ def parse_command(command: str, option: str) -> tuple[str, ...]:
         argv = shlex.split(command)
     except ValueError as exc:
         raise UsageError(
-            f"{option}: cannot split {shown(command)!r}: {exc}", code="agent_command_invalid"
+            f"{option}: cannot split {shown(command)!r}: {exc}", code=AGENT_COMMAND_INVALID
         ) from None
     if not argv:
-        raise UsageError(f"{option}: the command is empty", code="agent_command_invalid")
+        raise UsageError(f"{option}: the command is empty", code=AGENT_COMMAND_INVALID)
     program = argv[0]
     found = program if "/" in program else shutil.which(program)
     # Absolute: the agent starts in its workspace, not in our cwd.
@@ -43,7 +51,7 @@ def parse_command(command: str, option: str) -> tuple[str, ...]:
     if found is None or not os.path.isfile(found):
         raise UsageError(
             f"{option}: {shown(program)}: no such program" + ("" if "/" in program else " on PATH"),
-            code="agent_not_found",
+            code=AGENT_NOT_FOUND,
             program=shown(program),
         )
     return (found, *argv[1:])
@@ -63,7 +71,7 @@ def check_executable(program: str, option: str, run_as: RunAs, agent_path: str) 
         raise UsageError(
             f"{option}: {shown(program)}: the agent's user ({run_as.describe()}) cannot run "
             f"it: {shown(problem)}",
-            code="agent_not_executable",
+            code=AGENT_NOT_EXECUTABLE,
             program=shown(program),
         )
 
@@ -162,18 +170,18 @@ def check_pass_env(names: Sequence[str], environ: Mapping[str, str]) -> tuple[st
     for name in names:
         if not _ENV_NAME.match(name):
             raise UsageError(
-                f"--pass-env {name!r}: not an environment variable name", code="pass_env_invalid"
+                f"--pass-env {name!r}: not an environment variable name", code=PASS_ENV_INVALID
             )
         if name in RESERVED_ENV:
             raise UsageError(
                 f"--pass-env {name}: the runner sets {name} itself "
                 f"(reserved: {', '.join(sorted(RESERVED_ENV))})",
-                code="pass_env_reserved",
+                code=PASS_ENV_RESERVED,
             )
         if name not in environ:
             raise UsageError(
                 f"--pass-env {name}: {name} is not set in this environment",
-                code="pass_env_unset",
+                code=PASS_ENV_UNSET,
             )
     return tuple(sorted(set(names)))
 

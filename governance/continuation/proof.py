@@ -37,7 +37,15 @@ from governance.continuation.verdict import Attestation, Verdict, evaluate, slot
 from governance.core import canonical
 from governance.core.hashing import sha256_hex
 from governance.core.reader import read_capsule_file
-from governance.errors import MalformedInput, UsageError
+from governance.errors import (
+    OUTPUT_FAILED,
+    RESULT_MALFORMED,
+    RESULT_TOO_LARGE,
+    RESULT_UNREADABLE,
+    USAGE,
+    MalformedInput,
+    UsageError,
+)
 from governance.output import shown, write_atomic
 
 
@@ -51,19 +59,17 @@ def read_result(path: str) -> bytes:
             data = handle.read(MAX_RESULT_BYTES + 1)
     except OSError as exc:
         raise UsageError(
-            f"{name}: cannot read result: {exc.strerror}", code="result_unreadable"
+            f"{name}: cannot read result: {exc.strerror}", code=RESULT_UNREADABLE
         ) from None
     if len(data) > MAX_RESULT_BYTES:
         raise MalformedInput(
             f"{name}: result is over {MAX_RESULT_TEXT}; a result is one small JSON object",
-            code="result_too_large",
+            code=RESULT_TOO_LARGE,
         )
     try:
         parse_result(data)
     except ValueError as exc:
-        raise MalformedInput(
-            f"{name}: not one JSON object: {exc}", code="result_malformed"
-        ) from None
+        raise MalformedInput(f"{name}: not one JSON object: {exc}", code=RESULT_MALFORMED) from None
     return data
 
 
@@ -125,12 +131,12 @@ def run_and_verify(
         raise UsageError(
             f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT:g} "
             f"(a day), not {timeout:g}",
-            code="usage",
+            code=USAGE,
         )
     if evidence_path and not os.path.isdir(os.path.dirname(os.path.abspath(evidence_path))):
         # Fail before the agents run, not after their work is done.
         raise UsageError(
-            f"{evidence_path}: cannot write evidence: no such folder", code="output_failed"
+            f"{evidence_path}: cannot write evidence: no such folder", code=OUTPUT_FAILED
         )
     passed = check_pass_env(pass_env, environ)
     users = agent_users()

@@ -8,20 +8,7 @@ import threading
 from types import FrameType, TracebackType
 from typing import Any
 
-from governance.errors import CapsuleError
-
-
-class Interrupted(CapsuleError):
-    """SIGTERM reached the runner while agents ran: they were stopped."""
-
-    default_code = "interrupted"
-    exit_code = 128 + signal.SIGTERM
-
-
-class HungUp(Interrupted):
-    """SIGHUP reached the runner while agents ran: they were stopped."""
-
-    exit_code = 128 + signal.SIGHUP
+from governance.errors import INTERRUPTED, HungUp, Interrupted
 
 
 class StopSignals:
@@ -63,6 +50,6 @@ class StopSignals:
         raise kind(
             f"stopped by {name} while the agents ran: every agent process was killed and "
             "the workspaces were removed; no verdict",
-            code="interrupted",
+            code=INTERRUPTED,
             signal=name,
         )

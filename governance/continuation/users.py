@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.continuation.processes import list_processes
-from governance.errors import UsageError
+from governance.errors import AGENT_USER_UNAVAILABLE, UsageError
 
 SLOTS = ("a", "b")
 
@@ -112,7 +112,7 @@ def _unused_ids(count: int) -> list[int]:
         raise UsageError(
             "cannot find unused ids for the agents between "
             f"{DEDICATED_IDS[0]} and {DEDICATED_IDS[1]} in this user namespace",
-            code="agent_user_unavailable",
+            code=AGENT_USER_UNAVAILABLE,
         )
     return chosen
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.core import canonical
-from governance.errors import BudgetError, CapsuleError
+from governance.errors import INTERNAL_ERROR, BudgetError, CapsuleError
 
 
 def estimate_tokens(n_bytes: int) -> int:
@@ -98,7 +98,7 @@ def fixpoint(document: dict[str, Any], dumps: Callable[[Any], bytes]) -> bytes:
         if len(data) == n_bytes:
             return data
         n_bytes = len(data)
-    raise CapsuleError("budget size did not converge", code="internal_error")  # pragma: no cover
+    raise CapsuleError("budget size did not converge", code=INTERNAL_ERROR)  # pragma: no cover
 
 
 def check(limits: Limits, tokens: int, costs: Sequence[Cost], *, at_least: bool = False) -> None:

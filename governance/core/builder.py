@@ -34,7 +34,13 @@ from governance.core.secretscan import WHOLE, Scan
 from governance.core.selection import advised, last_rank, select_reads
 from governance.core.snapshot import Snapshot, Source
 from governance.core.wholefile import WholeFile, parsed_policy, read_whole
-from governance.errors import CapsuleError, SourceError, UsageError
+from governance.errors import (
+    INVALID_PACKET_PATH,
+    TOO_MANY_READS,
+    CapsuleError,
+    SourceError,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     from governance.core.overlap import Overlap
@@ -219,7 +225,7 @@ def _inputs(
     if packet_id_of(packet_path) is None:
         raise UsageError(
             f"{packet_path}: a packet is {PACKETS_DIR}/<ID>/{PACKET_FILE}",
-            code="invalid_packet_path",
+            code=INVALID_PACKET_PATH,
             path=packet_path,
         )
     policy_file = read_whole(
@@ -301,7 +307,7 @@ def _resolved(
                 f"{inputs.packet_path}: {len(packet.required_reads)} required_reads, more than "
                 f"max_required_reads ({policy.max_required_reads}) of {POLICY_PATH}; split the "
                 "packet",
-                code="too_many_reads",
+                code=TOO_MANY_READS,
                 locator=inputs.packet_path,
                 limit=policy.max_required_reads,
             )

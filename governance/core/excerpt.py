@@ -13,8 +13,12 @@ from governance.core.headings import heading_lines, line_count, parse_headings, 
 from governance.core.structure import match_steps, propose, render
 from governance.core.tree import Tree
 from governance.errors import (
+    HEADING_AMBIGUOUS,
+    HEADING_MISSING,
     LINE_RANGE_OUTSIDE,
     SOURCE_BINARY,
+    SOURCE_NOT_UTF8,
+    SOURCE_TOO_LARGE,
     SOURCE_TOO_MANY_HEADINGS,
     SourceError,
 )
@@ -75,7 +79,7 @@ def decode_source(data: bytes, *, locator: str) -> str:
     except UnicodeDecodeError as exc:
         raise SourceError(
             f"{locator}: not valid UTF-8 (byte {exc.start}: {exc.reason})",
-            code="source_not_utf8",
+            code=SOURCE_NOT_UTF8,
             locator=locator,
         ) from None
 
@@ -95,7 +99,7 @@ def check_heading_source(
             f"{selector.locator}: {selector.path} has {size:,} bytes {snapshot.where}, more "
             f"than the {limit:,} {what} (max_heading_source_bytes of the "
             "policy); read a smaller file, or raise the limit in the policy",
-            code="source_too_large",
+            code=SOURCE_TOO_LARGE,
             locator=selector.locator,
             bytes=size,
             limit=limit,
@@ -361,7 +365,7 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
                 message += f"; nearest: {', '.join(named)}"
                 details["nearest"] = found
         message += f"; `capsule outline {selector.path}` lists every heading and its selector"
-        return SourceError(message, code="heading_missing", locator=selector.locator, **details)
+        return SourceError(message, code=HEADING_MISSING, locator=selector.locator, **details)
     # GitHub names the (n+1)-th repeat of a heading `base-n`. A selector that
     # can mean such a repeat depends on position: ambiguous, with every
     # candidate, never silently the n-th one or an unrelated `Base n`.
@@ -382,7 +386,7 @@ def _unnamed(selector: Selector, tree: Tree, match: Match) -> SourceError:
         message += "; use the selector of the one you mean"
     return SourceError(
         message,
-        code="heading_ambiguous",
+        code=HEADING_AMBIGUOUS,
         locator=selector.locator,
         lines=[c["line"] for c in found],
         candidates=found,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from governance.errors import UsageError
+from governance.errors import INVALID_GLOB, UsageError
 
 _MAGIC = frozenset("*?[")
 
@@ -21,7 +21,7 @@ State = frozenset[tuple[int, int]]
 
 def _check(pattern: str) -> tuple[str, ...]:
     def bad(why: str) -> UsageError:
-        return UsageError(f"--paths {pattern!r}: {why}", code="invalid_glob", glob=pattern)
+        return UsageError(f"--paths {pattern!r}: {why}", code=INVALID_GLOB, glob=pattern)
 
     if not pattern:
         raise bad("empty")
@@ -43,7 +43,7 @@ def _check(pattern: str) -> tuple[str, ...]:
 class PathGlobs:
     def __init__(self, patterns: list[str]) -> None:
         if not patterns:
-            raise UsageError("--paths needs at least one glob", code="invalid_glob")
+            raise UsageError("--paths needs at least one glob", code=INVALID_GLOB)
         self.patterns = list(patterns)
         self._segments = [_check(pattern) for pattern in patterns]
         self.start = self._closure({(index, 0) for index in range(len(self._segments))})

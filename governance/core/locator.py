@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from governance.errors import LINE_RANGE_INVALID, SourceError
+from governance.errors import INVALID_LOCATOR, LINE_RANGE_INVALID, UNSAFE_PATH, SourceError
 
 # C0 controls and DEL (check_path names NUL on its own, before these).
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
@@ -68,7 +68,7 @@ def check_path(path: str, *, locator: str | None = None) -> str:
     shown = locator if locator is not None else path
 
     def unsafe(why: str) -> SourceError:
-        return SourceError(f"{shown}: unsafe path: {why}", code="unsafe_path", locator=shown)
+        return SourceError(f"{shown}: unsafe path: {why}", code=UNSAFE_PATH, locator=shown)
 
     if not path:
         raise unsafe("empty")
@@ -117,7 +117,7 @@ def _parse_locator(locator: str) -> Selector:
     path, hash_, fragment = locator.partition("#")
     if hash_ and not fragment:
         raise SourceError(
-            f"{locator}: empty heading slug after '#'", code="invalid_locator", locator=locator
+            f"{locator}: empty heading slug after '#'", code=INVALID_LOCATOR, locator=locator
         )
     check_path(path, locator=locator)
     if not hash_:
@@ -137,7 +137,7 @@ def _parse_locator(locator: str) -> Selector:
     if "" in parents or not slug:
         raise SourceError(
             f"{locator}: empty heading slug in '#{fragment}' (write parent-slug/child-slug)",
-            code="invalid_locator",
+            code=INVALID_LOCATOR,
             locator=locator,
         )
     return Selector(locator=locator, path=path, slug=slug, parents=tuple(parents))
@@ -157,7 +157,7 @@ def _steps(locator: str, fragment: str) -> tuple[Step, ...]:
         return SourceError(
             f"{_shown(locator)}: {why}; write parent>child for a direct child, >slug for a "
             "heading nothing encloses, slug@2 for the second of identical sibling headings",
-            code="invalid_locator",
+            code=INVALID_LOCATOR,
             locator=locator,
         )
 

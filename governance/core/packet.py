@@ -9,7 +9,7 @@ from typing import Any
 from governance.core.capsule import context_path
 from governance.core.schema import validate
 from governance.core.yamlload import load_yaml
-from governance.errors import MalformedInput
+from governance.errors import PACKET_MALFORMED, MalformedInput
 
 # Asked when a packet names no question of its own. Part of capsule/1: changing
 # it changes every capsule built from a packet without a question.
@@ -43,13 +43,13 @@ class Packet:
 
 
 def parse_packet(text: str, *, path: str) -> Packet:
-    data: Any = load_yaml(text, path=path, code="packet_malformed")
-    validate(data, "packet", what=path, code="packet_malformed")
+    data: Any = load_yaml(text, path=path, code=PACKET_MALFORMED)
+    validate(data, "packet", what=path, code=PACKET_MALFORMED)
     folder = posixpath.basename(posixpath.dirname(path))
     if data["id"] != folder:
         raise MalformedInput(
             f"{path}: id {data['id']!r} must equal its folder name {folder!r}",
-            code="packet_malformed",
+            code=PACKET_MALFORMED,
             path=path,
         )
     scope = data["scope"]

@@ -8,7 +8,7 @@ import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from governance.errors import PATH_THROUGH_LINK, UsageError
+from governance.errors import PATH_OUTSIDE_REPOSITORY, PATH_THROUGH_LINK, UsageError
 
 if TYPE_CHECKING:
     # Only for the annotation: the writers that import this module (records,
@@ -30,7 +30,7 @@ def repo_relative(repo: pygit2.Repository, given: str) -> str:
         relative = os.path.relpath(absolute, os.path.abspath(repo.workdir))
     if relative == os.curdir or relative.split(os.sep)[0] == os.pardir:
         raise UsageError(
-            f"{given}: outside the repository at {repo.workdir}", code="path_outside_repository"
+            f"{given}: outside the repository at {repo.workdir}", code=PATH_OUTSIDE_REPOSITORY
         )
     return relative.replace(os.sep, "/")
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from governance.core.capsule import POLICY_PATH
 from governance.core.schema import validate
 from governance.core.yamlload import load_yaml
-from governance.errors import CapsuleError, MalformedInput
+from governance.errors import PACKET_MALFORMED, POLICY_MALFORMED, CapsuleError, MalformedInput
 
 if TYPE_CHECKING:
     from governance.core.snapshot import Snapshot, Source
@@ -52,16 +52,16 @@ class Policy:
 
 
 def parse_policy(text: str, *, path: str = POLICY_PATH) -> Policy:
-    data = load_yaml(text, path=path, code="policy_malformed")
+    data = load_yaml(text, path=path, code=POLICY_MALFORMED)
     if data is None:
         data = {}
-    validate(data, "policy", what=path, code="policy_malformed")
+    validate(data, "policy", what=path, code=POLICY_MALFORMED)
     policy = Policy(**data)
     if policy.reserve_tokens >= policy.hard_limit_tokens:
         raise MalformedInput(
             f"{path}: reserve_tokens ({policy.reserve_tokens}) must be below "
             f"hard_limit_tokens ({policy.hard_limit_tokens})",
-            code="policy_malformed",
+            code=POLICY_MALFORMED,
             path=path,
         )
     if policy.target_tokens + policy.reserve_tokens > policy.hard_limit_tokens:
@@ -69,7 +69,7 @@ def parse_policy(text: str, *, path: str = POLICY_PATH) -> Policy:
             f"{path}: target_tokens ({policy.target_tokens}) plus reserve_tokens "
             f"({policy.reserve_tokens}) exceed hard_limit_tokens ({policy.hard_limit_tokens}): "
             "no capsule could meet that target",
-            code="policy_malformed",
+            code=POLICY_MALFORMED,
             path=path,
         )
     return policy
@@ -83,7 +83,7 @@ def check_packet_target(policy: Policy, target: int, *, path: str) -> None:
             f"({policy.reserve_tokens}) exceed its hard_limit_tokens "
             f"({policy.hard_limit_tokens}); the largest target this policy allows is "
             f"{policy.hard_limit_tokens - policy.reserve_tokens}",
-            code="packet_malformed",
+            code=PACKET_MALFORMED,
             path=path,
         )
 

@@ -30,7 +30,15 @@ from governance.core.hashing import sha256_hex
 from governance.core.headings import line_count
 from governance.core.locator import check_path, parse_locator
 from governance.core.schema import validate
-from governance.errors import MalformedInput, SourceError
+from governance.errors import (
+    CAPSULE_CORRUPT,
+    CAPSULE_MALFORMED,
+    CAPSULE_UNREADABLE,
+    NON_CANONICAL,
+    UNSUPPORTED_SCHEMA,
+    MalformedInput,
+    SourceError,
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,7 @@ class CapsuleFile:
 
 
 def _corrupt(message: str, **details: Any) -> MalformedInput:
-    return MalformedInput(f"capsule is corrupt: {message}", code="capsule_corrupt", **details)
+    return MalformedInput(f"capsule is corrupt: {message}", code=CAPSULE_CORRUPT, **details)
 
 
 def _object_id(data: bytes, like: str) -> str:
@@ -169,13 +177,13 @@ def _check_against_packet(document: dict[str, Any]) -> None:
 
 def _read_v1(data: bytes, document: dict[str, Any]) -> CapsuleFile:
     # 1. Shape: the closed capsule/1 schema.
-    validate(document, "capsule-1", what="capsule", code="capsule_malformed")
+    validate(document, "capsule-1", what="capsule", code=CAPSULE_MALFORMED)
     # 2. Bytes: exactly the canonical serialisation of what they parse to.
     if canonical.dumps(document) != data:
         raise MalformedInput(
             "capsule is not canonical JSON (keys sorted, no whitespace, UTF-8, one final LF); "
             "it was edited or re-serialised after it was built",
-            code="non_canonical",
+            code=NON_CANONICAL,
         )
     # 3. Internal consistency: every hash covers the bytes it claims to.
     if document["trust"] != TRUST_V1:
@@ -233,14 +241,14 @@ def read_parsed(data: bytes, document: Any) -> CapsuleFile:
     """``read_capsule`` for ``data`` that ``canonical.loads`` already parsed to
     ``document`` (audit parses a record once), with the same verdicts."""
     if not isinstance(document, dict):
-        raise MalformedInput("capsule is not a JSON object", code="capsule_malformed")
+        raise MalformedInput("capsule is not a JSON object", code=CAPSULE_MALFORMED)
     schema = document.get("schema")
     reader = READERS.get(schema) if isinstance(schema, str) else None
     if reader is None:
         known = ", ".join(sorted(READERS))
         raise MalformedInput(
             f"unsupported capsule schema {schema!r} (this version reads: {known})",
-            code="unsupported_schema",
+            code=UNSUPPORTED_SCHEMA,
             schema=schema if isinstance(schema, str) else None,
         )
     return reader(data, document)
@@ -252,6 +260,6 @@ def read_capsule_file(path: str) -> CapsuleFile:
             data = handle.read()
     except OSError as exc:
         raise MalformedInput(
-            f"{path}: cannot read capsule: {exc.strerror}", code="capsule_unreadable"
+            f"{path}: cannot read capsule: {exc.strerror}", code=CAPSULE_UNREADABLE
         ) from None
     return read_capsule(data)

@@ -22,7 +22,19 @@ from governance.core import trees
 from governance.core.cache import BlobCache
 from governance.core.locator import check_path
 from governance.core.trees import Entries, entry_mode, read_entries
-from governance.errors import SourceError, UsageError
+from governance.errors import (
+    INVALID_REVISION,
+    NOT_A_REPOSITORY,
+    OBJECT_MISSING,
+    SOURCE_DIRTY,
+    SOURCE_MISSING,
+    SOURCE_NOT_FILE,
+    SOURCE_SUBMODULE,
+    SOURCE_SYMLINK,
+    SOURCE_UNTRACKED,
+    SourceError,
+    UsageError,
+)
 
 T = TypeVar("T")
 
@@ -43,7 +55,7 @@ def open_repository(start: str | os.PathLike[str] | None = None) -> pygit2.Repos
     where = os.fspath(start) if start is not None else os.getcwd()
     found = pygit2.discover_repository(where)
     if found is None:
-        raise UsageError(f"{where}: not inside a git repository", code="not_a_repository")
+        raise UsageError(f"{where}: not inside a git repository", code=NOT_A_REPOSITORY)
     return pygit2.Repository(found)
 
 
@@ -54,7 +66,7 @@ def resolve_commit(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
     """
     if rev == "HEAD":
         if repo.head_is_unborn:
-            raise UsageError("HEAD has no commits yet", code="invalid_revision", revision=rev)
+            raise UsageError("HEAD has no commits yet", code=INVALID_REVISION, revision=rev)
         head = repo.head.peel(pygit2.Commit)
         assert isinstance(head, pygit2.Commit)
         return head
@@ -62,7 +74,7 @@ def resolve_commit(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
         raise UsageError(
             f"{rev!r}: use HEAD, a full commit id or a unique hex prefix of at least 4 "
             "characters (branch names, tags and rev expressions are refused)",
-            code="invalid_revision",
+            code=INVALID_REVISION,
             revision=rev,
         )
     try:
@@ -73,15 +85,15 @@ def resolve_commit(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
         obj = None
     except ValueError as exc:
         raise UsageError(
-            f"{rev!r}: ambiguous commit prefix ({exc})", code="invalid_revision", revision=rev
+            f"{rev!r}: ambiguous commit prefix ({exc})", code=INVALID_REVISION, revision=rev
         ) from None
     except (KeyError, pygit2.GitError):
         obj = None
     if obj is None:
-        raise UsageError(f"{rev!r}: no such commit", code="invalid_revision", revision=rev)
+        raise UsageError(f"{rev!r}: no such commit", code=INVALID_REVISION, revision=rev)
     if not isinstance(obj, pygit2.Commit):
         raise UsageError(
-            f"{rev!r} names a {obj.type_str}, not a commit", code="invalid_revision", revision=rev
+            f"{rev!r} names a {obj.type_str}, not a commit", code=INVALID_REVISION, revision=rev
         )
     return obj
 
@@ -95,7 +107,7 @@ def commit_tree(commit: pygit2.Commit) -> pygit2.Tree:
         raise SourceError(
             f"the tree of commit {str(commit.id)[:12]} is not in this repository (a partial "
             "clone? clone without --filter)",
-            code="object_missing",
+            code=OBJECT_MISSING,
             commit=str(commit.id),
         ) from None
 
@@ -120,7 +132,7 @@ def object_missing(source: Source, where: str) -> SourceError:
     return SourceError(
         f"{source.path}: blob {source.blob_id[:12]} {where} is not in "
         "this repository (a partial clone? clone without --filter)",
-        code="object_missing",
+        code=OBJECT_MISSING,
         locator=source.path,
     )
 
@@ -198,7 +210,7 @@ class Snapshot:
         self._refuse(path, path, mode, shown)
         raise SourceError(
             f"{shown}: {path} is not a regular file {self.where}",
-            code="source_not_file",
+            code=SOURCE_NOT_FILE,
             locator=shown,
         )
 
@@ -245,7 +257,7 @@ class Snapshot:
             raise SourceError(
                 f"{shown}: a tree on the way to {path} {self.where} is not in this "
                 "repository (a partial clone? clone without --filter)",
-                code="object_missing",
+                code=OBJECT_MISSING,
                 locator=shown,
             ) from None
         return found
@@ -255,14 +267,14 @@ class Snapshot:
         if mode == MODE_LINK:
             raise SourceError(
                 f"{shown}: {walked} is a symbolic link {self.where}; capsules never follow links",
-                code="source_symlink",
+                code=SOURCE_SYMLINK,
                 locator=shown,
             )
         if mode == MODE_GITLINK:
             raise SourceError(
                 f"{shown}: {walked} is a submodule (gitlink); its contents are not in this "
                 "repository",
-                code="source_submodule",
+                code=SOURCE_SUBMODULE,
                 locator=shown,
             )
 
@@ -271,12 +283,12 @@ class Snapshot:
             return SourceError(
                 f"{shown}: {path} exists in the working tree but is not committed; "
                 "commit it before building",
-                code="source_untracked",
+                code=SOURCE_UNTRACKED,
                 locator=shown,
             )
         return SourceError(
             f"{shown}: {path} does not exist {self.where}",
-            code="source_missing",
+            code=SOURCE_MISSING,
             locator=shown,
         )
 
@@ -322,7 +334,7 @@ class Snapshot:
         def dirty(why: str, fix: str = "commit or restore it before building") -> SourceError:
             return SourceError(
                 f"{shown}: {source.path} {why} (commit {self.commit_id[:12]}); {fix}",
-                code="source_dirty",
+                code=SOURCE_DIRTY,
                 locator=shown,
             )
 

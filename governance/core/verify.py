@@ -26,7 +26,13 @@ from governance.core.headings import line_count
 from governance.core.locator import parse_locator
 from governance.core.reader import CapsuleFile
 from governance.core.snapshot import Snapshot, Source
-from governance.errors import COMMIT_MISSING, OBJECT_MISSING, MalformedInput, SourceError
+from governance.errors import (
+    CAPSULE_CORRUPT,
+    COMMIT_MISSING,
+    OBJECT_MISSING,
+    MalformedInput,
+    SourceError,
+)
 
 if TYPE_CHECKING:
     from governance.core.policy import HeadingLimits
@@ -86,7 +92,7 @@ def _forged(part: str, what: str) -> MalformedInput:
     return MalformedInput(
         f"capsule is corrupt: {part} names the blob it was built from, but its {what} does not "
         "match that blob; the capsule was altered after it was built",
-        code="capsule_corrupt",
+        code=CAPSULE_CORRUPT,
         field=part,
     )
 
@@ -301,7 +307,7 @@ def verify_at_commit(
             f"capsule is corrupt: at its own commit {capsule.commit[:12]}, {result.part} "
             f"({result.locator}) is {result.status} ({result.code}); every byte of a capsule is "
             "read from that commit, so it was altered after it was built",
-            code="capsule_corrupt",
+            code=CAPSULE_CORRUPT,
             field=result.part,
         )
     checked = DeclaredCommit(capsule.commit, True, VERIFIED_AT_COMMIT)

@@ -12,7 +12,7 @@ from governance.core.excerpt import decode_source
 from governance.core.hashing import sha256_hex
 from governance.core.policy import Policy, parse_policy
 from governance.core.snapshot import Snapshot, Source
-from governance.errors import SOURCE_MISSING, MalformedInput, SourceError
+from governance.errors import POLICY_MALFORMED, SOURCE_MISSING, MalformedInput, SourceError
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def read_whole(
         raise MalformedInput(
             f"{path}: {snapshot.size(source):,} bytes {snapshot.where}, more than the "
             f"{max_bytes:,} bytes it may have",
-            code="policy_malformed",
+            code=POLICY_MALFORMED,
             path=path,
         )
     if policy is not None:

@@ -42,7 +42,7 @@ def parse_push_lines(text: str) -> list[Pushed]:
     for line in text.splitlines():
         parts = line.rsplit(maxsplit=3)
         if len(parts) != 4:
-            raise UsageError(f"pre-push: unexpected line from git: {line[:200]!r}", code="usage")
+            raise UsageError(f"pre-push: unexpected line from git: {line[:200]!r}", code=USAGE)
         pushes.append(Pushed(*parts))
     return pushes
 

@@ -16,7 +16,7 @@ import pygit2
 
 from governance.core.snapshot import Snapshot
 from governance.core.words import listed
-from governance.errors import UsageError
+from governance.errors import INDEX_CONFLICTED, INDEX_UNREADABLE, UsageError
 
 # The index has no commit. A capsule is never emitted from it; the placeholder
 # only has to be as long as a real id, so sizes and budgets come out the same.
@@ -39,21 +39,21 @@ def open_index(repo: pygit2.Repository) -> pygit2.Index:
         if not os.path.isfile(path):
             raise UsageError(
                 f"GIT_INDEX_FILE names {override}, which does not exist",
-                code="index_unreadable",
+                code=INDEX_UNREADABLE,
                 path=override,
             )
         try:
             return pygit2.Index(path)
         except pygit2.GitError as exc:
             raise UsageError(
-                f"cannot read the index {override}: {exc}", code="index_unreadable", path=override
+                f"cannot read the index {override}: {exc}", code=INDEX_UNREADABLE, path=override
             ) from None
     if repo.is_bare:
-        raise UsageError("a bare repository has no index to check", code="index_unreadable")
+        raise UsageError("a bare repository has no index to check", code=INDEX_UNREADABLE)
     try:
         index: pygit2.Index = repo.index
     except pygit2.GitError as exc:
-        raise UsageError(f"cannot read the index: {exc}", code="index_unreadable") from None
+        raise UsageError(f"cannot read the index: {exc}", code=INDEX_UNREADABLE) from None
     return index
 
 
@@ -66,7 +66,7 @@ def index_tree(repo: pygit2.Repository, index: pygit2.Index) -> pygit2.Tree:
         raise UsageError(
             f"the index has unresolved merge conflicts ({listed(paths)}); resolve them and stage "
             "the result before checking",
-            code="index_conflicted",
+            code=INDEX_CONFLICTED,
             paths=paths,
         )
     try:
@@ -74,7 +74,7 @@ def index_tree(repo: pygit2.Repository, index: pygit2.Index) -> pygit2.Tree:
     except pygit2.GitError as exc:
         # Trees are written to the object database, as git write-tree does.
         raise UsageError(
-            f"cannot write the staged tree's objects: {exc}", code="index_unreadable"
+            f"cannot write the staged tree's objects: {exc}", code=INDEX_UNREADABLE
         ) from None
     tree = repo[tree_id]
     assert isinstance(tree, pygit2.Tree)

@@ -49,8 +49,6 @@ from governance.core.snapshot import (
     read_blob,
 )
 from governance.errors import (
-    EXIT_DRIFT,
-    RECORD_MISPLACED,
     RECORD_NOT_FILE,
     RECORD_TOO_LARGE,
     RECORD_UNREADABLE,
@@ -60,6 +58,7 @@ from governance.errors import (
     SOURCE_SYMLINK,
     CapsuleError,
     MalformedInput,
+    RecordMisplaced,
     SourceError,
     coded,
 )
@@ -100,13 +99,6 @@ class Rule(IntEnum):
     COMMIT = 4
     REACHABLE = 5
     REPLAY = 6
-
-
-class RecordMisplaced(CapsuleError):
-    """A record away from the path its id and commit give (exit 1, like drift)."""
-
-    default_code = RECORD_MISPLACED
-    exit_code = EXIT_DRIFT
 
 
 _NOT_A_FILE = {

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 from governance.core.capsule import PACKETS_DIR, packet_path
 from governance.core.hashing import sha256_hex
 from governance.core.paths import refuse_linked_folders
-from governance.errors import CapsuleError, UsageError
+from governance.errors import (
+    NO_WORKING_TREE,
+    OUTPUT_FAILED,
+    RecordConflict,
+    UsageError,
+)
 from governance.output import write_atomic
 
 if TYPE_CHECKING:
@@ -36,12 +41,6 @@ SIGNATURES_GLOB = "packets/*/capsules/*.json.sig"
 
 WRITTEN = "written"
 UNCHANGED = "unchanged"
-
-
-class RecordConflict(CapsuleError):
-    """A different file already holds this record's name: never overwritten (exit 2)."""
-
-    default_code = "record_conflict"
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,7 @@ def _folder(root: Path, relative: str) -> Path:
             except OSError as exc:
                 raise UsageError(
                     f"{relative}: cannot create the record folder: {exc.strerror}",
-                    code="output_failed",
+                    code=OUTPUT_FAILED,
                 ) from None
             continue
         if not stat.S_ISDIR(mode):
@@ -178,7 +177,7 @@ def write_record(
     if repo.workdir is None:
         raise UsageError(
             "--record writes into the working tree; this repository has none (bare)",
-            code="no_working_tree",
+            code=NO_WORKING_TREE,
         )
     root = Path(repo.workdir)
     relative = record_path(packet_path, commit)

@@ -17,7 +17,7 @@ from governance.core.builder import build_capsule
 from governance.core.capsule import FULL_COMMIT, SCHEMA_V1
 from governance.core.hashing import sha256_hex
 from governance.core.snapshot import Snapshot, commit_tree
-from governance.errors import CapsuleError, SourceError
+from governance.errors import COMMIT_MISSING, CapsuleError, SourceError
 from governance.history.pre_adr import predates_adr_limits
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def declared_commit(repo: pygit2.Repository, commit: str) -> pygit2.Commit:
         shallow = " (this clone is shallow: fetch its full history)" if repo.is_shallow else ""
         raise SourceError(
             f"commit {commit} declared by the capsule is not in this repository{shallow}",
-            code="commit_missing",
+            code=COMMIT_MISSING,
             commit=commit,
             shallow=repo.is_shallow,
         )

@@ -22,10 +22,16 @@ from typing import Any
 
 from governance.errors import (
     BAD_SIGNATURE,
+    KEY_UNREADABLE,
+    SIGN_FAILED,
     SIGNATURE_BACKDATED,
     SIGNER_EXPIRED,
     SIGNER_REVOKED,
+    SIGNERS_MALFORMED,
+    SIGNING_POLICY_MALFORMED,
     SOURCE_MISSING,
+    SSH_KEYGEN_FAILED,
+    SSH_KEYGEN_MISSING,
     UNKNOWN_SIGNER,
     UNSIGNED,
     CapsuleError,
@@ -68,7 +74,7 @@ def ssh_keygen() -> str:
         raise CapsuleError(
             "ssh-keygen is not on PATH: signing and checking signatures need OpenSSH's "
             "ssh-keygen (Debian: apt-get install openssh-client)",
-            code="ssh_keygen_missing",
+            code=SSH_KEYGEN_MISSING,
         )
     return found
 
@@ -89,7 +95,7 @@ def _run(args: Sequence[str], data: bytes) -> subprocess.CompletedProcess[bytes]
         raise CapsuleError(
             f"ssh-keygen did not finish within {_TIMEOUT_SECONDS} s (waiting for a passphrase "
             "or an agent?)",
-            code="ssh_keygen_failed",
+            code=SSH_KEYGEN_FAILED,
         ) from None
 
 
@@ -104,10 +110,10 @@ def sign_bytes(data: bytes, key: str) -> bytes:
     a private key file, or a public key file whose private half an ssh-agent
     (``SSH_AUTH_SOCK``) holds; ssh-keygen reads it, we never do."""
     if not os.path.isfile(key):
-        raise CapsuleError(f"{key}: no such key file", code="key_unreadable")
+        raise CapsuleError(f"{key}: no such key file", code=KEY_UNREADABLE)
     done = _run(["-Y", "sign", "-n", NAMESPACE, "-f", key], data)
     if done.returncode != 0 or not done.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
-        raise CapsuleError(f"ssh-keygen could not sign: {_said(done)}", code="sign_failed")
+        raise CapsuleError(f"ssh-keygen could not sign: {_said(done)}", code=SIGN_FAILED)
     return done.stdout
 
 
@@ -134,10 +140,10 @@ def _read_optional(snapshot: Any, path: str) -> bytes:
     except SourceError as exc:
         if exc.code == SOURCE_MISSING:
             return b""
-        raise MalformedInput(f"{path}: {exc.message}", code="signers_malformed") from None
+        raise MalformedInput(f"{path}: {exc.message}", code=SIGNERS_MALFORMED) from None
     if snapshot.size(source) > MAX_SIGNERS_BYTES:
         raise MalformedInput(
-            f"{path}: over {MAX_SIGNERS_BYTES} bytes {snapshot.where}", code="signers_malformed"
+            f"{path}: over {MAX_SIGNERS_BYTES} bytes {snapshot.where}", code=SIGNERS_MALFORMED
         )
     data: bytes = snapshot.read(source)
     return data
@@ -149,7 +155,7 @@ def signers_from(revision: str, allowed: bytes, revoked: bytes) -> Signers:
         revoked_text = revoked.decode("utf-8")
     except UnicodeDecodeError:
         raise MalformedInput(
-            "the allowed or revoked signers are not UTF-8", code="signers_malformed"
+            "the allowed or revoked signers are not UTF-8", code=SIGNERS_MALFORMED
         ) from None
     return Signers(
         revision,
@@ -324,9 +330,9 @@ def signatures_required(snapshot: Any) -> bool:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise MalformedInput(
-            f"{SIGNING_POLICY_PATH}: not UTF-8", code="signing_policy_malformed"
+            f"{SIGNING_POLICY_PATH}: not UTF-8", code=SIGNING_POLICY_MALFORMED
         ) from None
-    value = load_yaml(text, path=SIGNING_POLICY_PATH, code="signing_policy_malformed")
+    value = load_yaml(text, path=SIGNING_POLICY_PATH, code=SIGNING_POLICY_MALFORMED)
     if (
         not isinstance(value, dict)
         or set(value) != {"require_signatures"}
@@ -334,6 +340,6 @@ def signatures_required(snapshot: Any) -> bool:
     ):
         raise MalformedInput(
             f"{SIGNING_POLICY_PATH}: must be exactly 'require_signatures: true' or 'false'",
-            code="signing_policy_malformed",
+            code=SIGNING_POLICY_MALFORMED,
         )
     return bool(value["require_signatures"])

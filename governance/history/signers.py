@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from governance.errors import MalformedInput
+from governance.errors import SIGNERS_MALFORMED, MalformedInput
 
 _ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
 _ARMOR_END = "-----END SSH SIGNATURE-----"
@@ -128,15 +128,13 @@ def _time(value: str, where: str) -> datetime:
     match = _TIME.fullmatch(value)
     if match is None:
         raise MalformedInput(
-            f"{where}: {value!r} is not YYYYMMDD[HHMM[SS]][Z]", code="signers_malformed"
+            f"{where}: {value!r} is not YYYYMMDD[HHMM[SS]][Z]", code=SIGNERS_MALFORMED
         )
     year, month, day, hour, minute, second = (int(g) if g else 0 for g in match.groups())
     try:
         return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:
-        raise MalformedInput(
-            f"{where}: {value!r} is not a date", code="signers_malformed"
-        ) from None
+        raise MalformedInput(f"{where}: {value!r} is not a date", code=SIGNERS_MALFORMED) from None
 
 
 def _tokens(line: str) -> list[str]:
@@ -166,11 +164,11 @@ def _options(text: str, where: str) -> dict[str, str]:
     known = {"namespaces", "valid-after", "valid-before", "cert-authority"}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise MalformedInput(f"{where}: unknown option {unknown[0]!r}", code="signers_malformed")
+        raise MalformedInput(f"{where}: unknown option {unknown[0]!r}", code=SIGNERS_MALFORMED)
     if "cert-authority" in options:
         raise MalformedInput(
             f"{where}: cert-authority lines are not supported; list each signer's own key",
-            code="signers_malformed",
+            code=SIGNERS_MALFORMED,
         )
     return options
 
@@ -194,13 +192,13 @@ def parse_allowed_signers(text: str, *, path: str) -> list[AllowedSigner]:
             options = _options(tokens[1], where)
         else:
             raise MalformedInput(
-                f"{where}: not 'principals [options] keytype base64-key'", code="signers_malformed"
+                f"{where}: not 'principals [options] keytype base64-key'", code=SIGNERS_MALFORMED
             )
         try:
             base64.b64decode(key, validate=True)
         except binascii.Error:
             raise MalformedInput(
-                f"{where}: the key is not base64", code="signers_malformed"
+                f"{where}: the key is not base64", code=SIGNERS_MALFORMED
             ) from None
         namespaces = options.get("namespaces")
         signers.append(
@@ -232,7 +230,7 @@ def parse_revoked(text: str, *, path: str) -> frozenset[str]:
         tokens = line.split()
         if len(tokens) < 2 or not _KEY_TYPE.fullmatch(tokens[0]):
             raise MalformedInput(
-                f"{path}:{number}: not 'keytype base64-key [comment]'", code="signers_malformed"
+                f"{path}:{number}: not 'keytype base64-key [comment]'", code=SIGNERS_MALFORMED
             )
         keys.add(tokens[1])
     return frozenset(keys)
