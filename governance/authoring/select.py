@@ -145,7 +145,7 @@ def _overlaps(a: Doc, b: Doc) -> bool:
     return a.path == b.path and a.first_line <= b.last_line and b.first_line <= a.last_line
 
 
-def choose(
+def choose(  # noqa: C901, PLR0912, PLR0915 (coverage, then the fill; to split next)
     candidates: list[Candidate], n_facets: int, fit: Fit, *, max_reads: int, per_file: int
 ) -> Selection:
     selection = Selection(candidates=len(candidates))

@@ -140,7 +140,7 @@ def _may_reference(content: str, labels: frozenset[str] | None) -> bool:
     return any(_keys(inner) & labels for inner in _BRACKETS.findall(content))
 
 
-def _scan(
+def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to split next)
     text: str, labels: frozenset[str] | None, levels: int, *, nesting: bool = True
 ) -> list[tuple[int, int, int, str]] | None:
     # ``text`` starts with a line feed; ``levels`` of markdown-it's nesting
