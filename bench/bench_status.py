@@ -13,7 +13,12 @@ interleaved rounds, min and max beside it): ``capsule status --json`` (the
 40 newest records), ``capsule status --all --json`` (every record) and,
 for scale, ``capsule verify --json`` of one record. In process it splits one
 ``--all`` run into listing the records at HEAD, the walk that orders them,
-and the verifying. Nothing is asserted about time: this script only prints.
+and the verifying; and times what a CGP query anchored on one packet adds
+to its frames (the packet's newest record judged as ``status`` judges it),
+and the history walk that the signature's status adds where HEAD lists
+allowed signers (the walk ``audit --require-signatures`` makes to find the
+commit that brought a ``.sig`` in; this history has no signers). Nothing is
+asserted about time: this script only prints.
 ``--smoke`` is the smallest setting (20 records, one run).
 """
 
@@ -38,10 +43,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import user_install
 from bench_audit import Run, capsule_command, generate, measure, median, spread
 
+from governance.agents.cgp_records import record_entries
 from governance.core.cache import BlobCache
+from governance.core.globs import PathGlobs
 from governance.core.snapshot import Snapshot
-from governance.history.records import records_in
+from governance.history.ranges import parse_range
+from governance.history.records import records_in, signature_path
 from governance.history.status import recency, status
+from governance.history.walk import find_records
 
 RUNS = 5
 
@@ -75,6 +84,26 @@ def stages(path: Path) -> dict[str, float]:
         "walk": walked - listed,
         "verify": whole - (walked - started),
     }
+
+
+def anchored(path: Path, runs: int) -> dict[str, float]:
+    """In process, the median of ``runs``: a CGP packet anchor's record entries
+    (its newest record judged against HEAD), and the signature walk."""
+    repo = pygit2.Repository(str(path))
+    snapshot = Snapshot.at(repo, "HEAD", check_worktree=False)
+    newest = status(repo).records[0]
+    taken: dict[str, list[float]] = {"cgp record entries": [], "signature walk": []}
+    for _ in range(runs):
+        started = time.perf_counter()
+        entries = record_entries(repo, newest.packet, cache=BlobCache())
+        taken["cgp record entries"].append(time.perf_counter() - started)
+        assert entries, newest.path
+        assert entries[0]["uri"].endswith(newest.path), entries
+        started = time.perf_counter()
+        globs = PathGlobs([signature_path(newest.path)])
+        find_records(repo, parse_range(repo, snapshot.commit_id), globs)
+        taken["signature walk"].append(time.perf_counter() - started)
+    return {name: sorted(found)[(len(found) - 1) // 2] for name, found in taken.items()}
 
 
 def bench(root: Path, records: int, runs: int) -> dict[str, Any]:
@@ -112,6 +141,7 @@ def bench(root: Path, records: int, runs: int) -> dict[str, Any]:
         "spread": {name: spread(found) for name, found in taken.items()},
         "cpu": {name: sorted(found)[(len(found) - 1) // 2] for name, found in cpu.items()},
         "stages": stages(path),
+        "anchored": anchored(path, runs),
     }
 
 
@@ -162,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("  in process, --all:")
             for name, seconds in found["stages"].items():
                 print(f"    {name:<8} {seconds:6.3f} s")
+            print("  in process, one packet (median):")
+            for name, seconds in found["anchored"].items():
+                print(f"    {name:<20} {seconds:6.3f} s")
     return 0
 
 

@@ -21,7 +21,7 @@ import pygit2
 from governance import __version__
 from governance.agents import cgp_frames
 from governance.agents.cgp_goal import goal_frames, goal_verdict, is_goal_frame
-from governance.agents.cgp_records import record_entries
+from governance.agents.cgp_records import record_anchor, record_entries
 from governance.core.snapshot import Snapshot
 from governance.errors import CapsuleError, coded
 
@@ -207,7 +207,7 @@ class Session:
         # Q1: only doc frames are served; asked for other kinds only, say so.
         if kinds and "doc" not in kinds:
             raise Refusal(UNSUPPORTED_KIND, "this provider serves only 'doc' frames")
-        packets = [p for p in (cgp_frames.packet_id_of(a) for a in anchors) if p is not None]
+        packets = anchored(anchors)
         if query.get("as_of") is None:
             snapshot: Snapshot | None = cgp_frames.head(self.repo)
         else:
@@ -217,11 +217,12 @@ class Session:
             return {"type": "frames", "result": {"frames": [], "truncated": False}}
         candidates: list[dict[str, Any]] = []
         if packets:
-            for packet in dict.fromkeys(packets):
+            for packet, (anchor, record) in packets.items():
                 served = cgp_frames.packet_frames(self.repo, snapshot, packet)
-                # What became of the packet's record at HEAD, on each frame.
-                entries = record_entries(self.repo, packet, cache=snapshot.cache)
+                # What became of the record (the anchor's, or the newest) at HEAD.
+                entries = record_entries(self.repo, packet, record=record, cache=snapshot.cache)
                 for each in served:
+                    each["uri"] = anchor
                     each["provenance"] += [dict(entry) for entry in entries]
                 candidates += served
         else:
@@ -257,6 +258,20 @@ class Session:
             else:
                 verdicts.append(verifier.verdict(identity))
         return {"type": "verified", "response": {"verdicts": verdicts}}
+
+
+def anchored(anchors: list[str]) -> dict[str, tuple[str, str | None]]:
+    """Each packet the anchors name, once, in anchor order (the first anchor
+    naming it wins): the anchor, and the record path a record anchor names
+    (None for a packet anchor)."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for anchor in anchors:
+        packet = cgp_frames.packet_id_of(anchor)
+        if packet is not None:
+            found.setdefault(packet, (cgp_frames.PACKET_ANCHOR + packet, None))
+        elif (named := record_anchor(anchor)) is not None:
+            found.setdefault(named[0], (anchor, named[1]))
+    return found
 
 
 def _text(value: str) -> bool:

@@ -243,16 +243,23 @@ def _rows(
 
 
 def packet_record(
-    repo: pygit2.Repository, packet: str, *, cache: BlobCache | None = None
+    repo: pygit2.Repository,
+    packet: str,
+    *,
+    record: str | None = None,
+    cache: BlobCache | None = None,
 ) -> tuple[RecordStatus, bytes | None] | None:
-    """The newest record of the packet folder ``packet`` at HEAD, as
-    ``status`` picks and judges it, and its bytes (None: not a readable
-    file); None when the packet has no record there."""
+    """The record at the path ``record`` of the packet folder ``packet`` at
+    HEAD, or without it the packet's newest (as ``status`` picks it), judged
+    as ``status`` judges it, and its bytes (None: not a readable file); None
+    when there is no such record there."""
     if repo.head_is_unborn:
         return None
     snapshot = Snapshot.at(repo, "HEAD", check_worktree=False)
     snapshot.cache = cache if cache is not None else BlobCache()
     paths = [path for path in records_in(snapshot.tree) if _packet_of(path) == packet]
+    if record is not None:
+        paths = [path for path in paths if path == record]
     if not paths:
         return None
     positions = recency(repo, snapshot.commit_id, paths)
