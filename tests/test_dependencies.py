@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from capsule_hooks import packets
+from governance.agents import tools
+from governance.agents.outputs import CheckOut
 from support.gitrepo import Repo, packet_yaml
 from support.history import audit, record
 
@@ -225,6 +227,53 @@ def test_the_newest_record_of_a_dependency_is_the_one_named(cli, repo: Repo) -> 
     _, report = check_json(cli, repo, P1)
     (dependency,) = packet_of(report, P1)["dependencies"]
     assert (dependency["record"]["path"], dependency["record"]["current"]) == (newer, True)
+
+
+def test_the_text_report_warns_of_a_stale_dependency_record(cli, repo: Repo) -> None:
+    # Regression: only --json named a stale dependency; the text report said
+    # "1 packet would build" and nothing else.
+    write_packet(repo, "P-2", ["docs/notes.md"], [])
+    write_packet(repo, "P-1", ["docs/roadmap.md"], ["P-2"])
+    repo.commit()
+    path = record(cli, repo, P2)
+    repo.commit("record P-2")
+    repo.write("docs/notes.md", "# Notes\n\nOther notes now.\n")
+    repo.commit("notes change")
+    result = cli(["check", P1], cwd=repo.path)
+    assert result.code == 0
+    assert result.out == ""
+    assert (
+        f"{P1}: dependency P-2: its newest record {path} is stale at HEAD "
+        "(capsule status lists it; rebuild it with capsule build --record)"
+    ) in result.err.splitlines()
+    assert result.err.splitlines()[-1].endswith("1 packet would build, 1 stale dependency record")
+
+
+def test_a_current_or_unrecorded_dependency_gives_no_warning(cli, repo: Repo) -> None:
+    write_packet(repo, "P-3", ["docs/notes.md"], [])
+    write_packet(repo, "P-2", ["docs/notes.md"], [])
+    write_packet(repo, "P-1", ["docs/roadmap.md"], ["P-2", "P-3"])
+    repo.commit()
+    record(cli, repo, P2)
+    repo.commit("record P-2")
+    result = cli(["check", P1], cwd=repo.path)
+    assert result.code == 0
+    assert "dependency" not in result.err
+    assert result.err.splitlines()[-1].endswith("1 packet would build")
+
+
+def test_the_mcp_check_names_each_dependency_as_check_json_does(cli, repo: Repo) -> None:
+    write_packet(repo, "P-2", ["docs/notes.md"], [])
+    write_packet(repo, "P-1", ["docs/roadmap.md"], ["P-2", "P-9"])
+    repo.commit()
+    record(cli, repo, P2)
+    repo.commit("record P-2")
+    _, report = check_json(cli, repo, P1)
+    answer = tools.check(tools.Workspace.open(str(repo.path)), [P1])
+    (checked,) = answer["packets"]
+    assert checked["dependencies"] == packet_of(report, P1)["dependencies"]
+    assert [d["id"] for d in checked["dependencies"]] == ["P-2", "P-9"]
+    CheckOut.model_validate(answer)  # the tool's declared output schema holds it
 
 
 # --- the packets hook ----------------------------------------------------------------

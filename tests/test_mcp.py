@@ -480,7 +480,7 @@ def test_check_all_and_named_by_id_or_path(repo: Repo) -> None:
     assert "heading_missing" in result.content[0].text
     assert ok(call(repo, "check", {"packets": ["P-2", "P-1"]}))["packets"] == [
         packet,
-        {"path": P1, "ok": True, "failures": [], "secrets_waived": []},
+        {"path": P1, "ok": True, "failures": [], "secrets_waived": [], "dependencies": []},
     ]
     error(call(repo, "check", {}), "usage")
     error(call(repo, "check", {"packets": ["../x"]}), "unsafe_path")

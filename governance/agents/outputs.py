@@ -158,12 +158,29 @@ class ReplayOut(_Closed):
     signature: SignatureOut | None = Field(description=_SIGNATURE)
 
 
+class DependencyRecord(_Closed):
+    path: str
+    commit: str | None
+    status: str = Field(description="unchanged, intact, stale, missing or error (capsule_status)")
+    current: bool = Field(description="unchanged or intact; a stale record is no failure")
+
+
+class DependencyOut(_Closed):
+    id: str
+    path: str = Field(description="its packets/<ID>/packet.yml")
+    exists: bool = Field(description="false: dependency_missing is among the failures")
+    record: DependencyRecord | None = Field(description="its newest record; null: none")
+
+
 class CheckedPacket(_Closed):
     path: str
     ok: bool
     failures: list[dict[str, Any]]
     secrets_waived: list[dict[str, Any]] = Field(
         description="secret-scan hits policies/secret-waivers.yml waives (never the secret)"
+    )
+    dependencies: list[DependencyOut] = Field(
+        description="each id of the packet's dependencies, with its newest record"
     )
 
 

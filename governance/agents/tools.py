@@ -24,6 +24,7 @@ from governance.core.snapshot import Snapshot, open_repository
 from governance.core.verify import UNCHANGED, verify_capsule
 from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
 from governance.guards.check import check_packets, exit_code, find_packets
+from governance.guards.dependencies import Dependency
 from governance.history.records import RECORDS_FOLDER, RECORDS_GLOB, write_record
 
 # A capsule is bounded by its policy's hard limit; no tool reads more than this
@@ -309,7 +310,8 @@ def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) ->
         else list(dict.fromkeys(packet_file(ws, p) for p in packets or []))
     )
     scans: dict[str, dict[str, Any] | None] = {}
-    results = check_packets(snapshot, names, scans=scans)
+    bound: dict[str, list[Dependency]] = {}
+    results = check_packets(snapshot, names, scans=scans, dependencies=bound)
     failures = [f for name in names for f in results[name]]
     scanned = next((scan for scan in scans.values() if scan is not None), None)
     return {
@@ -323,6 +325,7 @@ def check(ws: Workspace, packets: list[str] | None = None, all: bool = False) ->
                 "ok": not results[name],
                 "failures": [f.to_json() for f in results[name]],
                 "secrets_waived": (scans[name] or {}).get("waived", []),
+                "dependencies": [d.to_json() for d in bound.get(name, [])],
             }
             for name in names
         ],

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     failures = [f for packet in packets for f in results[packet]]
     code = exit_code(failures)
     reported = once(failures)
-    at = "in the index" if args.staged else f"at HEAD ({snapshot.commit_id[:12]})"
+    tree = "in the index" if args.staged else "at HEAD"
+    at = tree if args.staged else f"{tree} ({snapshot.commit_id[:12]})"
     if args.json:
         print_json(
             {
@@ -107,22 +108,55 @@ def run(args: argparse.Namespace) -> int:
     for packet in packets:
         for warning in warnings[packet]:
             err(f"{packet}: {warning.first}: reads_overlap: {warning.message}")
+    stale = _stale_dependencies(packets, bound, tree)
     if scanned is not None and not scanned["scanned"]:
         err(unscanned_line("capsule", "the packets were", scanned["unavailable"]))
     for packet in packets:
         if scanned is not None and scanned["scanned"]:
             scan_lines(packet, scans[packet])
+    verdict = _verdict(packets, results, len(reported), warnings, stale)
+    err(f"capsule: checked {at}: {verdict}")
+    return code
+
+
+def _verdict(
+    packets: list[str],
+    results: dict[str, list[Any]],
+    reported: int,
+    warnings: dict[str, list[Overlap]],
+    stale: int,
+) -> str:
+    """The summary's words: how many failures in how many packets, or that they
+    would build, then the warnings and stale dependency records counted."""
     failing = sum(1 for packet in packets if results[packet])
     if not packets:
         verdict = "no packets to check"
-    elif failures:
-        verdict = (
-            f"{plural(len(reported), 'failure')} in {failing} of {plural(len(packets), 'packet')}"
-        )
+    elif failing:
+        verdict = f"{plural(reported, 'failure')} in {failing} of {plural(len(packets), 'packet')}"
     else:
         verdict = f"{plural(len(packets), 'packet')} would build"
     warned = sum(len(w) for w in warnings.values())
     if warned:
         verdict += f", {plural(warned, 'warning')}"
-    err(f"capsule: checked {at}: {verdict}")
-    return code
+    if stale:
+        verdict += f", {plural(stale, 'stale dependency record')}"
+    return verdict
+
+
+def _stale_dependencies(packets: list[str], bound: dict[str, list[Dependency]], tree: str) -> int:
+    """A line on stderr for each dependency whose newest record does not hold
+    (stale, missing or unjudged), as ``capsule status`` would list it: reported,
+    never a failure. How many."""
+    count = 0
+    for packet in packets:
+        for dependency in bound.get(packet, []):
+            record = dependency.record
+            if record is None or record.holds:
+                continue
+            count += 1
+            err(
+                f"{packet}: dependency {dependency.id}: its newest record {record.path} is "
+                f"{record.status} {tree} (capsule status lists it; rebuild it "
+                "with capsule build --record)"
+            )
+    return count
