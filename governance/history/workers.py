@@ -17,13 +17,14 @@ a ^C at the terminal ends the workers with it, without a traceback each.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from governance.errors import REPLAY_WORKER_LOST, CapsuleError
@@ -32,6 +33,8 @@ C = TypeVar("C")
 R = TypeVar("R")
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# How often, at most, the wait for results looks whether a ^C came (seconds).
+_POLL = 0.1
 
 
 def can_fork() -> bool:
@@ -49,6 +52,30 @@ def _leave_with(parent: int) -> None:
     libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent:  # the parent left before the signal was set
         signal.raise_signal(signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def _interrupt_as_flag() -> Iterator[Callable[[], bool]]:
+    """While the pool works, a ^C only sets a flag that the wait for results
+    reads (the function yielded), where Python would raise KeyboardInterrupt
+    wherever the main thread is. Raised inside ``concurrent.futures.wait``,
+    which takes the lock of every future it waits on one by one, it left some
+    held, and the pool's manager thread, marking those futures as failed when
+    the ^C ended the workers too, waited on them forever: the audit hung.
+    Only in the main thread with Python's own handler in place; elsewhere the
+    flag stays down and a ^C does what the caller set it to."""
+    seen: list[int] = []
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield lambda: False
+        return
+    previous = signal.signal(signal.SIGINT, lambda number, frame: seen.append(number))
+    try:
+        yield lambda: bool(seen)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _start(parent: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
@@ -83,12 +110,15 @@ def map_chunks(
     # where the caller froze objects of its own: unfreeze would thaw them.
     freeze = fork and gc.get_freeze_count() == 0
     try:
-        with ProcessPoolExecutor(
-            max_workers=max(1, min(jobs, len(chunks))),
-            mp_context=context,
-            initializer=_start,
-            initargs=(os.getpid(), initializer, initargs),
-        ) as pool:
+        with (
+            _interrupt_as_flag() as interrupted,
+            ProcessPoolExecutor(
+                max_workers=max(1, min(jobs, len(chunks))),
+                mp_context=context,
+                initializer=_start,
+                initargs=(os.getpid(), initializer, initargs),
+            ) as pool,
+        ):
             if freeze:
                 gc.freeze()
             try:
@@ -99,7 +129,9 @@ def map_chunks(
                     gc.unfreeze()
             try:
                 while waiting:
-                    finished, _ = wait(waiting, return_when=FIRST_COMPLETED)
+                    finished, _ = wait(waiting, timeout=_POLL, return_when=FIRST_COMPLETED)
+                    if interrupted():
+                        raise KeyboardInterrupt
                     for future in finished:
                         at = waiting.pop(future)
                         results[at] = future.result()
