@@ -14,6 +14,7 @@ import pytest
 from capsule_hooks import packets
 from governance.agents import tools
 from governance.agents.outputs import CheckOut
+from governance.agents.summaries import check_text
 from support.gitrepo import Repo, packet_yaml
 from support.history import audit, record
 
@@ -274,6 +275,18 @@ def test_the_mcp_check_names_each_dependency_as_check_json_does(cli, repo: Repo)
     assert checked["dependencies"] == packet_of(report, P1)["dependencies"]
     assert [d["id"] for d in checked["dependencies"]] == ["P-2", "P-9"]
     CheckOut.model_validate(answer)  # the tool's declared output schema holds it
+
+
+def test_the_mcp_check_text_names_a_stale_dependency_record(cli, repo: Repo) -> None:
+    write_packet(repo, "P-2", ["docs/notes.md"], [])
+    write_packet(repo, "P-1", ["docs/roadmap.md"], ["P-2"])
+    repo.commit()
+    path = record(cli, repo, P2)
+    repo.commit("record P-2")
+    repo.write("docs/notes.md", "# Notes\n\nOther notes now.\n")
+    repo.commit("notes change")
+    text = check_text(tools.check(tools.Workspace.open(str(repo.path)), [P1]))
+    assert f"{P1}: dependency P-2: its newest record {path} is stale at HEAD" in text.splitlines()
 
 
 # --- the packets hook ----------------------------------------------------------------

@@ -84,6 +84,15 @@ def check_text(value: dict[str, Any]) -> str:
     lines = [
         printable(f"{f['path']}: {f['locator']}: {f['code']}: {f['message']}") for f in failures
     ]
+    lines += [
+        printable(
+            f"{p['path']}: dependency {d['id']}: its newest record {d['record']['path']} is "
+            f"{d['record']['status']} at HEAD"
+        )
+        for p in value["packets"]
+        for d in p["dependencies"]
+        if d["record"] is not None and not d["record"]["current"]
+    ]
     ok = sum(p["ok"] for p in value["packets"])
     lines.append(
         f"{ok} of {plural(len(value['packets']), 'packet')} would build at {value['at'][:12]}"
