@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -43,40 +42,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 # Beside this script: every measured process runs from a regular install of this tree.
 import user_install
+from corpus import corpus_repo, markdown_blobs
 
 from support.gitrepo import Repo, git_env
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG_BYTES = 4_000_000
 TARGET = "Bench Target"
-
-
-def corpus_repo(where: Path, corpus: Path | None) -> Path:
-    """A repository of the corpus with a committed policy (what suggest and
-    build read): a local clone of ``corpus``, or the vendored RFCs."""
-    repo = where / "corpus"
-    if corpus is not None:
-        subprocess.run(["git", "clone", "-q", str(corpus), str(repo)], check=True)
-    else:
-        shutil.copytree(ROOT / "tests" / "data" / "rfcs", repo)
-    (repo / "policies").mkdir(exist_ok=True)
-    (repo / "policies" / "capsule.yml").write_text("# Benchmark policy: the defaults.\n")
-    Repo(repo, env=git_env(where / "home")).commit("the corpus, under a policy")
-    return repo
-
-
-def markdown_blobs(repo: Path) -> list[tuple[str, str]]:
-    """(blob id, path) of every tracked *.md file at HEAD."""
-    listed = subprocess.run(
-        ["git", "ls-tree", "-r", "-z", "HEAD"], cwd=repo, capture_output=True, check=True
-    ).stdout.decode("utf-8")
-    found = []
-    for entry in filter(None, listed.split("\0")):
-        meta, path = entry.split("\t", 1)
-        mode, kind, blob = meta.split()
-        if kind == "blob" and mode == "100644" and path.lower().endswith(".md"):
-            found.append((blob, path))
-    return found
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None = None) -> float:
