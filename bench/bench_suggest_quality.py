@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from governance.authoring.corpus import scan  # noqa: E402
 from governance.authoring.suggest import Options, suggest  # noqa: E402
 from governance.authoring.template import Draft  # noqa: E402
-from governance.core.snapshot import Snapshot, open_repository  # noqa: E402
+from governance.core.repository import open_repository  # noqa: E402
+from governance.core.snapshot import Snapshot  # noqa: E402
 from support.gitrepo import POLICY, clean_environ, git_env  # noqa: E402
 
 SEED = 20261002

@@ -196,7 +196,8 @@ def test_the_golden_capsule_predates_the_rule_a_fresh_build_refuses_it(
     # tests/golden/GOLD-1 pins capsule/1's bytes under a 500-token reserve:
     # an old-style record. It still rebuilds by replay's rule; a build refuses.
     from governance.core.builder import build_capsule  # noqa: PLC0415
-    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415
+    from governance.core.repository import open_repository  # noqa: PLC0415
+    from governance.core.snapshot import Snapshot  # noqa: PLC0415
     from governance.errors import CapsuleError  # noqa: PLC0415
 
     spec = importlib.util.spec_from_file_location(

@@ -12,7 +12,8 @@ import pygit2
 from governance.core import canonical
 from governance.core.builder import Built, build_capsule
 from governance.core.cache import BlobCache
-from governance.core.snapshot import Snapshot, commit_tree
+from governance.core.repository import commit_tree
+from governance.core.snapshot import Snapshot
 from support.gitrepo import Repo, packet_yaml
 
 # The same bytes at several paths: one blob, several parts of capsules.

@@ -6,7 +6,8 @@ from typing import Any
 import pytest
 
 from governance.core.builder import build_capsule, check_report
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from governance.errors import CapsuleError
 from support.gitrepo import Repo, packet_yaml
 

@@ -17,7 +17,8 @@ import pytest
 from test_mcp import call, ok
 
 from capsule_hooks import packets
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from governance.guards.check import MAX_INDEXED_PACKET_BYTES, ReverseIndex
 from support.gitrepo import Repo, blob_claiming, packet_yaml
 

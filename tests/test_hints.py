@@ -11,7 +11,8 @@ from test_qualified import KEP
 
 from governance.core.builder import build_capsule
 from governance.core.overlap import MOST
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from support.gitrepo import Repo, error_of, packet_yaml
 
 PACKET = "packets/P-1/packet.yml"

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from governance.authoring.corpus import scan
 from governance.authoring.fit import BudgetFit
 from governance.authoring.template import Draft, quoted
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from governance.core.yamlload import load_yaml
 from support.gitrepo import POLICY, Repo
 

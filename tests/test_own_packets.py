@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from governance.core.builder import build_capsule
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKETS = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("packets/*/packet.yml"))

@@ -11,7 +11,7 @@ from governance.cli import main
 from governance.core.cache import BlobCache
 from governance.core.hashing import sha256_hex
 from governance.core.reader import READERS, read_capsule
-from governance.core.snapshot import open_repository
+from governance.core.repository import open_repository
 from governance.errors import MalformedInput, SourceError
 from governance.history.replay import replay_capsule
 from support.gitrepo import POLICY, Repo, packet_yaml

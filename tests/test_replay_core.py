@@ -6,7 +6,7 @@ from pathlib import Path
 from governance.core import canonical
 from governance.core.budget import fixpoint
 from governance.core.reader import read_capsule
-from governance.core.snapshot import open_repository
+from governance.core.repository import open_repository
 from governance.history.replay import diff_paths, replay_capsule
 from support.gitrepo import Repo
 

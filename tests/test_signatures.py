@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from governance.errors import CapsuleError, MalformedInput
 from governance.history.signatures import (
     BAD_SIGNATURE,

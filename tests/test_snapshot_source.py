@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from governance.core.snapshot import Snapshot, Source
+from governance.core.repository import Source
+from governance.core.snapshot import Snapshot
 from governance.errors import SourceError
 
 NAMES = ("a", "b.md", "docs", "x y")

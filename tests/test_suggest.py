@@ -18,7 +18,8 @@ from governance.authoring.corpus import Bounds
 from governance.authoring.suggest import Options, suggest
 from governance.authoring.template import Draft
 from governance.commands.suggest import report
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from governance.errors import REGISTRY, CapsuleError
 from support.gitrepo import POLICY, Repo, isolated
 

@@ -20,7 +20,8 @@ from governance.core.hashing import sha256_hex
 from governance.core.locator import check_path
 from governance.core.paths import repo_relative
 from governance.core.reader import CapsuleFile, read_capsule
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from governance.core.verify import UNCHANGED, verify_capsule
 from governance.errors import CapsuleError, MalformedInput, SourceError, UsageError
 from governance.guards.check import check_packets, exit_code, find_packets

@@ -16,7 +16,8 @@ from governance.core import budget, canonical
 from governance.core.builder import Built, build_capsule
 from governance.core.cache import BlobCache
 from governance.core.locator import check_path
-from governance.core.snapshot import MODE_FILE, Snapshot, Source
+from governance.core.repository import Source
+from governance.core.snapshot import MODE_FILE, Snapshot
 from governance.errors import INTERNAL_ERROR, BudgetError, CapsuleError
 
 # Within this many bytes of a limit, the builder itself decides.

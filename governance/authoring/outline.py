@@ -17,7 +17,8 @@ from governance.core.excerpt import (
 from governance.core.headings import heading_lines
 from governance.core.locator import parse_locator
 from governance.core.policy import heading_limits
-from governance.core.snapshot import Snapshot, Source
+from governance.core.repository import Source
+from governance.core.snapshot import Snapshot
 from governance.core.tree import Tree
 from governance.errors import INVALID_LOCATOR, SOURCE_TOO_LARGE, SourceError
 

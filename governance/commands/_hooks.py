@@ -29,7 +29,7 @@ def run_hook(parser: Parser, argv: Sequence[str] | None, guard: str) -> int:
     def body() -> int:
         args = parser.parse_args(argv)
         # Loaded once the arguments parse: --help and a usage error stay fast.
-        from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+        from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
         from governance.guards import hooks  # noqa: PLC0415 (defers pygit2)
         from governance.guards.check import exit_code, once  # noqa: PLC0415 (defers pygit2)
 

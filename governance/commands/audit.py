@@ -206,7 +206,7 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     from governance.commands._secrets import unscanned_line  # noqa: PLC0415 (--help imports the command alone)
-    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
     from governance.history.audit import audit  # noqa: PLC0415 (defers pygit2, PyYAML, json)
     from governance.history.walk import limit_git_memory  # noqa: PLC0415 (defers pygit2)
 

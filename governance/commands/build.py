@@ -88,7 +88,8 @@ def _exact_shown(exact: dict[str, Any] | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from governance.core.builder import build_capsule  # noqa: PLC0415 (defers pygit2, PyYAML, json)
     from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
-    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot  # noqa: PLC0415 (defers pygit2)
 
     repo = open_repository()
     packet_path = repo_relative(repo, args.packet)

@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from governance.agents.cgp import serve  # noqa: PLC0415 (defers pygit2, PyYAML, json)
-    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
 
     repo = open_repository(args.repo)
     return serve(repo, sys.stdin.buffer, sys.stdout.buffer)

@@ -51,7 +51,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from governance.commands._secrets import scan_lines, unscanned_line  # noqa: PLC0415 (--help imports the command alone)
     from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
-    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot  # noqa: PLC0415 (defers pygit2)
     from governance.guards.check import check_packets, exit_code, find_packets, once  # noqa: PLC0415 (defers pygit2)
     from governance.guards.staged import staged_snapshot  # noqa: PLC0415 (defers pygit2)
 

@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from governance.authoring.init import CI_WORKFLOW, EXAMPLE_PACKET, PRE_COMMIT, plan, write  # noqa: PLC0415 (defers pygit2, PyYAML, json)
-    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
 
     repo = open_repository()
     planned = plan(repo)

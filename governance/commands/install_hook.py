@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
     from governance.guards.githook import install_hook  # noqa: PLC0415 (defers pygit2)
 
     installed = install_hook(open_repository(), force=args.force)

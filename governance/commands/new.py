@@ -42,7 +42,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from governance.authoring.new import check_id, new_packet  # noqa: PLC0415 (defers pygit2)
-    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot  # noqa: PLC0415 (defers pygit2)
 
     check_id(args.id)
     opts = options(args)

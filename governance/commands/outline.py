@@ -64,7 +64,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from governance.authoring.outline import outline  # noqa: PLC0415 (defers pygit2, PyYAML, json)
     from governance.core.paths import repo_relative  # noqa: PLC0415 (defers pygit2)
-    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot  # noqa: PLC0415 (defers pygit2)
 
     if (args.path is None) == (args.resolve is None):
         raise UsageError(

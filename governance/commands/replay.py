@@ -79,7 +79,7 @@ def _record_path(repo: pygit2.Repository, given: str) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from governance.core.reader import read_capsule_file  # noqa: PLC0415 (defers json)
-    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
     from governance.history.reachability import branch_tips  # noqa: PLC0415 (defers pygit2)
     from governance.history.record_rules import (  # noqa: PLC0415 (defers pygit2, PyYAML, json)
         Rule,

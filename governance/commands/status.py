@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from governance.core.snapshot import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
     from governance.history.status import row_lines, status, summary  # noqa: PLC0415 (defers pygit2)
 
     report = status(open_repository(), all_records=args.all).to_json()

@@ -81,7 +81,8 @@ def options(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from governance.authoring.suggest import suggest  # noqa: PLC0415 (defers pygit2, markdown-it)
-    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot  # noqa: PLC0415 (defers pygit2)
 
     opts = options(args)
     repo = open_repository()

@@ -49,7 +49,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from governance.core.reader import read_capsule_file  # noqa: PLC0415 (defers json)
-    from governance.core.snapshot import Snapshot, open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.repository import open_repository  # noqa: PLC0415 (defers pygit2)
+    from governance.core.snapshot import Snapshot  # noqa: PLC0415 (defers pygit2)
     from governance.core.verify import (  # noqa: PLC0415 (defers pygit2, json)
         UNCHANGED,
         counts,

@@ -30,9 +30,10 @@ from governance.core.hashing import sha256_hex
 from governance.core.locator import Selector, check_path, parse_locator
 from governance.core.packet import Packet, parse_packet
 from governance.core.policy import MAX_POLICY_BYTES, Policy, check_packet_target
+from governance.core.repository import Source
 from governance.core.secretscan import WHOLE, Scan
 from governance.core.selection import advised, last_rank, select_reads
-from governance.core.snapshot import Snapshot, Source
+from governance.core.snapshot import Snapshot
 from governance.core.wholefile import WholeFile, parsed_policy, read_whole
 from governance.errors import (
     INVALID_PACKET_PATH,

@@ -26,7 +26,8 @@ from governance.errors import (
 if TYPE_CHECKING:
     from governance.core.headings import Heading
     from governance.core.locator import Selector
-    from governance.core.snapshot import Snapshot, Source
+    from governance.core.repository import Source
+    from governance.core.snapshot import Snapshot
     from governance.core.tree import Match
 
 # An error lists at most this many candidates, in its message and in its

@@ -11,7 +11,8 @@ from governance.core.yamlload import load_yaml
 from governance.errors import PACKET_MALFORMED, POLICY_MALFORMED, CapsuleError, MalformedInput
 
 if TYPE_CHECKING:
-    from governance.core.snapshot import Snapshot, Source
+    from governance.core.repository import Source
+    from governance.core.snapshot import Snapshot
 
 ESTIMATOR = "utf8_bytes_div_3_ceil"
 # A policy is a handful of numbers; its size is checked from the object header.

@@ -28,7 +28,8 @@ from governance.errors import SOURCE_SECRET, SourceError
 if TYPE_CHECKING:
     from governance.core.builder import Built
     from governance.core.cache import BlobCache
-    from governance.core.snapshot import Snapshot, Source
+    from governance.core.repository import Source
+    from governance.core.snapshot import Snapshot
 
 DISTRIBUTION = "detect-secrets"
 EXTRA = "secrets"

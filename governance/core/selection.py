@@ -12,8 +12,9 @@ from governance.core.failures import Failures
 from governance.core.locator import Selector
 from governance.core.packet import Packet
 from governance.core.policy import Policy
+from governance.core.repository import Source
 from governance.core.secretscan import Scan
-from governance.core.snapshot import Snapshot, Source
+from governance.core.snapshot import Snapshot
 from governance.core.wholefile import WholeFile
 from governance.errors import CapsuleError
 

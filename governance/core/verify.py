@@ -25,7 +25,8 @@ from governance.core.hashing import sha256_hex
 from governance.core.headings import line_count
 from governance.core.locator import parse_locator
 from governance.core.reader import CapsuleFile
-from governance.core.snapshot import Snapshot, Source
+from governance.core.repository import Source
+from governance.core.snapshot import Snapshot
 from governance.errors import (
     CAPSULE_CORRUPT,
     COMMIT_MISSING,

@@ -11,7 +11,8 @@ from governance.core.capsule import POLICY_PATH
 from governance.core.excerpt import decode_source
 from governance.core.hashing import sha256_hex
 from governance.core.policy import Policy, parse_policy
-from governance.core.snapshot import Snapshot, Source
+from governance.core.repository import Source
+from governance.core.snapshot import Snapshot
 from governance.errors import POLICY_MALFORMED, SOURCE_MISSING, MalformedInput, SourceError
 
 

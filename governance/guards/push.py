@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import pygit2
 
-from governance.core.snapshot import Snapshot, commit_tree
+from governance.core.repository import commit_tree
+from governance.core.snapshot import Snapshot
 from governance.errors import USAGE, UsageError
 from governance.guards.check import Failure, check_packets, find_packets
 from governance.guards.hooks import GuardReport, stray_failure

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pygit2
 
 from governance.core.cache import BlobCache
-from governance.core.snapshot import MODE_EXEC, MODE_FILE, Source, commit_where
+from governance.core.repository import Source, commit_where
+from governance.core.snapshot import MODE_EXEC, MODE_FILE
 from governance.history.cpus import AUTO_ITEMS_PER_PROCESS, AUTO_MAX_PROCESSES
 from governance.history.record_rules import BlobOutcome, judge_blob, read_record_blob
 from governance.history.walk import Version, limit_git_memory

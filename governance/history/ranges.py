@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pygit2
 
-from governance.core.snapshot import resolve_commit
+from governance.core.repository import resolve_commit
 from governance.errors import INVALID_RANGE, INVALID_REVISION, UsageError
 
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}|[0-9a-fA-F]{64}")

@@ -37,17 +37,9 @@ import pygit2
 
 from governance.core import canonical
 from governance.core.hashing import sha256_hex
+from governance.core.repository import Source, object_missing, read_blob
 from governance.core.secretscan import Finding, built_findings
-from governance.core.snapshot import (
-    MODE_EXEC,
-    MODE_FILE,
-    MODE_GITLINK,
-    MODE_LINK,
-    Snapshot,
-    Source,
-    object_missing,
-    read_blob,
-)
+from governance.core.snapshot import MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK, Snapshot
 from governance.errors import (
     RECORD_NOT_FILE,
     RECORD_TOO_LARGE,

@@ -16,7 +16,8 @@ from governance.core import canonical
 from governance.core.builder import build_capsule
 from governance.core.capsule import FULL_COMMIT, SCHEMA_V1
 from governance.core.hashing import sha256_hex
-from governance.core.snapshot import Snapshot, commit_tree
+from governance.core.repository import commit_tree
+from governance.core.snapshot import Snapshot
 from governance.errors import COMMIT_MISSING, CapsuleError, SourceError
 from governance.history.pre_adr import predates_adr_limits
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pygit2
 
 from governance.core.builder import build_capsule
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from governance.history.pre_adr import predates_adr_limits
 
 HERE = Path(__file__).resolve().parent

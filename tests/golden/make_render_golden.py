@@ -25,7 +25,8 @@ import pygit2
 from governance.agents.render import render_markdown
 from governance.core.builder import build_capsule
 from governance.core.reader import read_capsule
-from governance.core.snapshot import Snapshot, open_repository
+from governance.core.repository import open_repository
+from governance.core.snapshot import Snapshot
 from governance.history.pre_adr import predates_adr_limits
 
 HERE = Path(__file__).resolve().parent
