@@ -120,6 +120,39 @@ def test_unclosed_front_matter_is_a_thematic_break(parse: Parse) -> None:
     ]
 
 
+def _blank_line_by_line(text: str) -> str:
+    # The rule as it reads: the first line is `---` (trailing spaces or tabs
+    # allowed), the first later line that is `---` or `...` closes it, and
+    # every line through the closing one is blanked, its line end kept.
+    lines = re.findall(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+", text)
+    if not lines or not re.fullmatch(r"---[ \t]*", lines[0].rstrip("\r\n")):
+        return text
+    for index in range(1, len(lines)):
+        if re.fullmatch(r"(?:---|\.\.\.)[ \t]*", lines[index].rstrip("\r\n")):
+            blanked = [line[len(line.rstrip("\r\n")) :] for line in lines[: index + 1]]
+            return "".join(blanked + lines[index + 1 :])
+    return text
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(
+        st.sampled_from(["---", "...", "--- ", "---\t", "-- -", "....", "a: 1", "# x", "", " ---"]),
+        max_size=8,
+    ),
+    st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=8, max_size=8),
+    st.booleans(),
+)
+def test_front_matter_is_blanked_as_the_rule_reads(
+    lines: list[str], ends: list[str], last_end: bool
+) -> None:
+    # The blanking finds its closing line by one search; the rule read line by line agrees.
+    text = "".join(line + end for line, end in zip(lines, ends, strict=False))
+    if lines and not last_end:
+        text = text[: -len(ends[len(lines) - 1])]
+    assert headings._blank_front_matter(text) == _blank_line_by_line(text)
+
+
 @BOTH
 def test_block_quote_and_list_headings_count(parse: Parse) -> None:
     headings = parse("> # Quoted\n\n- ## Listed\n")
