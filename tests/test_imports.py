@@ -210,3 +210,29 @@ def test_every_module_help_line_is_the_one_the_parser_lists() -> None:
     for name, help_line in COMMANDS.items():
         module = importlib.import_module(f"governance.commands.{name.replace('-', '_')}")
         assert help_line == module.HELP, name
+
+
+def test_outline_of_a_plain_file_imports_no_markdown_or_yaml_parser(repo: Repo) -> None:
+    # The heading scan settles the file and the policy is plain: neither
+    # markdown-it-py nor PyYAML is loaded (issue 21 item 5).
+    code, third_party, commands = _probe("capsule", ["outline", "docs/roadmap.md"], repo.path)
+    assert code == 0
+    assert third_party == {"governance", "pygit2"}
+    assert commands == SHARED | {"governance.commands.outline"}
+
+
+def test_outline_imports_markdown_it_where_the_scan_declines(repo: Repo) -> None:
+    # A carriage return is one thing the scan leaves to the parse.
+    repo.write("docs/crlf.md", "# Title\r\n\r\nText.\r\n")
+    repo.commit("a file with CRLF line ends")
+    code, third_party, _ = _probe("capsule", ["outline", "docs/crlf.md"], repo.path)
+    assert code == 0
+    assert third_party == {"governance", "pygit2", "markdown_it", "mdurl"}
+
+
+def test_a_policy_that_is_not_plain_is_read_by_the_yaml_loader(repo: Repo) -> None:
+    repo.write("policies/capsule.yml", "target_tokens: 12000  \t# a tab: not plain\n")
+    repo.commit("a policy the plain reading leaves to the loader")
+    code, third_party, _ = _probe("capsule", ["outline", "docs/roadmap.md"], repo.path)
+    assert code == 0
+    assert third_party == {"governance", "pygit2", "yaml"}

@@ -4,13 +4,19 @@ fit the hard limit, one packet id pattern."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pygit2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from governance.authoring.init import policy_text
 from governance.core.hashing import sha256_hex
+from governance.core.policy import Policy, _plain_policy
+from governance.core.yamlload import load_yaml
 from support.gitrepo import POLICY, Repo, error_of, packet_yaml
 from support.history import forge
 
@@ -232,3 +238,53 @@ def test_dependencies_use_the_same_id_pattern(cli, repo: Repo) -> None:
     repo.commit()
     code, error = error_of(cli, repo, ["build", PACKET])
     assert (code, error["code"]) == (2, "packet_malformed")
+
+
+# A plain policy is read without PyYAML (policy._plain_policy); the loader and
+# that reading must never differ on a text the reading accepts.
+
+_KEYS = ["target_tokens", "max_heading_count", "estimator", "Target_tokens", "on", "foo", "null"]
+_VALUES = ["12000", "0", "-0", "-5", "012", "1_000", "0x10", "3:20", "12000.0", "+5", "yes"]
+_VALUES += ["no", "on", "off", "y", "n", "null", "~", "true", "utf8_bytes_div_3_ceil", "abc"]
+_VALUES += ["", "'5'", "[1]"]
+_VALUES += ["&a 5", "*a", "5 6", "a#b", "5#c", "é"]
+_COMMENTS = ["", " # c", "# c", " #", "  ", "\t", " # é", " #\x7f", " # :"]
+_POLICY_LINES = st.one_of(
+    # Entries as a policy writes them, with every value and comment.
+    st.builds(
+        "{}: {}{}".format,
+        st.sampled_from(["target_tokens", "max_heading_count", "estimator"]),
+        st.sampled_from(_VALUES),
+        st.sampled_from(_COMMENTS),
+    ),
+    st.builds(
+        "{}{}{}{}{}".format,
+        st.sampled_from(["", " ", "- "]),
+        st.sampled_from(_KEYS),
+        st.sampled_from([": ", ":  ", ":", ":\t", " : ", ": \t"]),
+        st.sampled_from(_VALUES),
+        st.sampled_from(_COMMENTS),
+    ),
+    st.sampled_from(["", "  ", "\t", "#", "# a: b", "  # c", "---", "...", "%YAML 1.1", "?"]),
+    st.text(alphabet=" #:-a1\t\r\x85\u2028\ufeff.{}[]&*!|>'\"%@`", max_size=6),
+)
+
+
+@settings(max_examples=1500)
+@given(st.lists(_POLICY_LINES, max_size=6), st.sampled_from(["", "\n", "\n\n", "\r\n"]))
+def test_a_plain_policy_reads_as_the_yaml_loader_reads_it(lines: list[str], end: str) -> None:
+    text = "\n".join(lines) + end
+    plain = _plain_policy(text)
+    if plain is None:
+        return  # the loader reads it, as before
+    loaded = load_yaml(text, path=POLICY_PATH, code="policy_malformed")
+    # parse_policy reads an empty document (None) as no entry, the same as {}.
+    assert (loaded if loaded is not None else {}) == plain
+
+
+def test_the_policies_init_writes_and_the_tests_use_are_plain() -> None:
+    # So a build and an outline under them import no YAML parser for the policy.
+    assert _plain_policy(policy_text()) == dataclasses.asdict(Policy())
+    assert _plain_policy(POLICY) == load_yaml(POLICY, path=POLICY_PATH, code="policy_malformed")
+    assert _plain_policy("# only a comment\n") == {}
+    assert _plain_policy("target_tokens: 012\n") is None  # the loader refuses it, with its reason

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from governance.core.capsule import POLICY_PATH
 from governance.core.schema import validate
-from governance.core.yamlload import load_yaml
 from governance.errors import PACKET_MALFORMED, POLICY_MALFORMED, CapsuleError, MalformedInput
 
 if TYPE_CHECKING:
@@ -52,8 +52,47 @@ class Policy:
         return {key: getattr(self, key) for key in CAPSULE_V1_KEYS}
 
 
+# A line of a policy as `capsule init` writes one: blank, a comment, or a key
+# at column 0, a colon, spaces, then a plain decimal integer or a lower-case
+# word, and perhaps a comment after a space; printable ASCII only (no tab, no
+# CR, none of YAML's other line breaks).
+_PLAIN_LINE = re.compile(
+    r" *(?:#[ -~]*)?"
+    r"|(?P<key>[a-z_]+): +(?P<value>-?(?:0|[1-9][0-9]*)|[a-z][a-z0-9_]*)(?: +#[ -~]*)? *"
+)
+# Lower-case words YAML reads as something other than a string.
+_YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
+_POLICY_KEYS = frozenset(field.name for field in fields(Policy))
+
+
+def _plain_policy(text: str) -> dict[str, Any] | None:
+    """What the strict YAML loader gives ``text`` when every line is a plain
+    one (``_PLAIN_LINE``) and no key repeats: integers for the decimal
+    values, strings for the words, an empty mapping for no entry. None for
+    any other text, which the loader itself reads (and refuses or not): a
+    test holds the two equal, so skipping PyYAML here loosens nothing."""
+    data: dict[str, Any] = {}
+    for line in text.split("\n"):
+        found = _PLAIN_LINE.fullmatch(line)
+        if found is None:
+            return None
+        key, value = found.group("key", "value")
+        if key is None:
+            continue
+        if key not in _POLICY_KEYS or key in data or value in _YAML_WORDS:
+            return None
+        data[key] = value if value[0].isalpha() else int(value)
+    return data
+
+
 def parse_policy(text: str, *, path: str = POLICY_PATH) -> Policy:
-    data = load_yaml(text, path=path, code=POLICY_MALFORMED)
+    data = _plain_policy(text)
+    if data is None:
+        # Imported here: a plain policy (outline's heading limits, every build's)
+        # needs no YAML parser.
+        from governance.core.yamlload import load_yaml  # noqa: PLC0415 (defers PyYAML)
+
+        data = load_yaml(text, path=path, code=POLICY_MALFORMED)
     if data is None:
         data = {}
     validate(data, "policy", what=path, code=POLICY_MALFORMED)
