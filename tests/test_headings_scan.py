@@ -91,6 +91,10 @@ DIVERGENCES = {
     "fence_as_table_header": ("``` | x\n--- | ---\n# h\n```\n", ["h"]),
     "setext_underline_indented_in_list_item": ("- a\n     ---\n", ["a"]),
     "setext_underline_after_tab_in_list_item": ("- a\n\t---\n", ["a"]),
+    # A lone '-' matched the pattern as a setext underline: under no paragraph
+    # it is an empty list item, and the line indented after it is its content.
+    "empty_item_read_as_an_underline": ("- \n    # Title\n", ["Title"]),
+    "empty_item_without_a_space": ("text\n\n-\n  ## Sub\n", ["Sub"]),
 }
 
 

@@ -275,6 +275,8 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                     return None
                 found.append((line - 1, line, 1 if under[0] == "=" else 2, title.strip(TRIM)))
                 settled = end
+            elif under == "-" and not inset:
+                return None  # an empty list item: what follows may be its content
             continue
         if inset:
             if loose:
