@@ -95,6 +95,9 @@ DIVERGENCES = {
     # it is an empty list item, and the line indented after it is its content.
     "empty_item_read_as_an_underline": ("- \n    # Title\n", ["Title"]),
     "empty_item_without_a_space": ("text\n\n-\n  ## Sub\n", ["Sub"]),
+    # A '<' line that opens no HTML block is a paragraph's text, which a tag
+    # alone (kind 7) cannot interrupt: it was taken for a settled block.
+    "tag_line_after_a_paragraph_of_angle_text": ("<http://x>\n</pre>\n# Title\n", ["Title"]),
 }
 
 

@@ -253,9 +253,10 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             )
             if closed is None:
                 return None
-            end, inner = closed
+            end, inner, settles = closed
             found += _shifted(inner, line)
-            settled = end
+            if settles:
+                settled = end
             match = search(text, end)
             continue
         match = search(text, end)
@@ -339,9 +340,11 @@ def _block(
     after_blank: bool,
     labels: frozenset[str] | None,
     levels: int,
-) -> tuple[int, list[tuple[int, int, int, str]]] | None:
-    """Where the HTML block or blockquote at ``start`` ends, and the headings
-    of a blockquote (numbered from its first line); None to decline."""
+) -> tuple[int, list[tuple[int, int, int, str]], bool] | None:
+    """Where the HTML block or blockquote at ``start`` ends, the headings of
+    a blockquote (numbered from its first line), and whether it is a block
+    (not a paragraph's line, which a tag alone may not interrupt); None to
+    decline."""
     line_end = _line_end(text, start)
     if "|" in text[start:line_end] and _DELIMITER_ROW.fullmatch(_next_line(text, line_end)):
         return None  # a table's header row, perhaps
@@ -350,8 +353,8 @@ def _block(
         if html is None or (html == 7 and not after_blank):
             return None  # a version-dependent name; a paragraph's line, perhaps
         if html == 0:
-            return line_end, []  # a paragraph's text
-        return html_end(text, start, html), []
+            return line_end, [], False  # a paragraph's text
+        return html_end(text, start, html), [], True
     if levels + 1 >= 2 * _DEEPEST:
         return None
     quoted = quote_lines(text, start)
@@ -359,7 +362,7 @@ def _block(
         return None
     lines, end = quoted
     inner = _scan("\n" + "\n".join(lines), labels, levels + 1)
-    return None if inner is None else (end, inner)
+    return None if inner is None else (end, inner, True)
 
 
 def _line_end(text: str, at: int) -> int:
