@@ -78,6 +78,35 @@ def test_the_scan_gives_the_parse_s_headings_or_declines(text: str) -> None:
         assert [(h.line, h.end_line, h.level) for h in full] == [a[:3] for a in answer]
 
 
+# Lazy lines: a blockquote's lines, then lines without '>' that markdown-it
+# may take into it (a paragraph's lazy continuation, or a line that ends the
+# quote reading, after a fence, a list item, an HTML block or a heading in it).
+QUOTED = ["> ", ">", "> > ", ">  ", "> - ", "> 1. ", ">     ", "    > ", "> ```", "> <div>"]
+LAZY = [
+    "lazy", "lazy text", "1.5 x", "2023 was", "2. x", "1) x", "- x", "* x", "+ x", "[r]: /u",
+    "[a] b", "<div>", "<!-- c", "***", "---", "___", "===", "=x", "|---|", "a | b", "| a |",
+    "    # x", "    code", "     - y", "  # h", "   lazy", "\tlazy", "# after", "```", "~~~",
+    "`x` y", "_a_", "*a*", "\\# no", "Title", "",
+]  # fmt: skip
+quoted_line = st.one_of(
+    st.builds(str.__add__, st.sampled_from(QUOTED), st.sampled_from(BODIES)),
+    st.sampled_from(LAZY),
+)
+quoted_documents = st.builds(
+    lambda lines, end: "\n".join(lines) + end,
+    st.lists(quoted_line, max_size=16),
+    st.sampled_from(["\n", ""]),
+)
+
+
+@settings(
+    max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+@given(quoted_documents)
+def test_lazy_lines_of_blockquotes_give_the_parse_s_headings(text: str) -> None:
+    test_the_scan_gives_the_parse_s_headings_or_declines.hypothesis.inner_test(text)  # type: ignore[attr-defined]
+
+
 # Each was a divergence of the first line scan (it answered, and wrongly).
 DIVERGENCES = {
     "fence_in_list_item_closed_by_the_item": ("- a\n\n  ```\n# x\n```\n", ["x"]),
@@ -125,6 +154,10 @@ def test_deep_lists(depth: int, form: str) -> None:
     [
         "Para\ngraph\n=====\n",
         "> a\nlazy\n> # x\n",
+        "> a\nlazy\n===\n",
+        "> a\n    # lazy, indented\n",
+        "> # Title\nlazy\n2. x\n    # x\n",
+        "> # Title\nlazy\n---\n",
         "> ```\nfoo\n> # x\n",
         "para\n<a href=x>\n# h\n",
         "<search>\n# a\n",
@@ -177,6 +210,11 @@ def test_it_declines_what_a_line_scan_cannot_settle(text: str) -> None:
         "- a\n\n  ```\n  # x\n     ```\n  # y\n",
         "# [Optional] Beta\n\n[kep]: https://example.com\n",
         "| a | b |\n|---|---|\n| <div> | x |\n\n# After\n",
+        # Lazy lines of a blockquote, with nothing after the first that could
+        # be a heading or start a block.
+        "> Note: a paragraph\ncontinued lazily\n> and quoted again\n\n## After\n",
+        "> # Quoted\n> ```\nlazy, ending the quote's reading\n\n# After\n",
+        "> - item\nlazy [link](x) `code`\n\n- # Next item\n",
     ],
 )
 def test_it_answers_plain_documents(text: str) -> None:

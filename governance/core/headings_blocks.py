@@ -8,9 +8,9 @@ closing text (``-->``, ``?>``, ``>``, ``]]>``, a closing ``</pre>`` and its
 kin), kinds 6 and 7 before the first blank line. A blockquote ends at a blank
 line, after a line that is blank inside it (``>`` alone) at the next line
 without a ``>``, or at a line that starts another block (a heading, a fence,
-a thematic break, a list item, an HTML block of kinds 1 to 6); any other line
-without ``>`` would continue a paragraph of it lazily, which the scan leaves
-to the parse. A list item runs while its lines are blank or indented to its
+a thematic break, a list item, an HTML block of kinds 1 to 6); markdown-it
+takes any other line without ``>`` into it, lazily, which the scan settles
+only in part (headings_scan._block). A list item runs while its lines are blank or indented to its
 content (the marker's width and the spaces after it, or one when they are
 five or more or nothing follows), until a line indented less: after a blank
 line, or one that starts another block (any other may continue a paragraph
@@ -113,6 +113,11 @@ _ENDS_QUOTE = re.compile(
     r"|(?:\*[ \t]*){3,}$|(?:-[ \t]*){3,}$|(?:_[ \t]*){3,}$)"
 )
 _BLANK = re.compile(r"[ \t]*")
+# A line no block rule that ends a blockquote can start (fence, blockquote,
+# thematic break, list item, HTML block, heading), whatever ends_block says:
+# up to 3 spaces, then none of their first characters (a digit only if no
+# '.' or ')' follows its digits); or indented 4 or more, where none starts.
+_LAZY = re.compile(r" {0,3}(?:[^ \t#>`~*_+<0-9-]|[0-9]+(?![0-9.)]))| {4,}[^ \t]")
 
 
 def html_kind(line: str) -> int | None:
@@ -168,33 +173,51 @@ def _opening(text: str, start: int) -> str:
     raise AssertionError("not a closed HTML block")  # pragma: no cover
 
 
-def quote_lines(text: str, start: int) -> tuple[list[str], int] | None:
+def quote_lines(text: str, start: int) -> tuple[list[str], int, int | None] | None:
     """The content lines of the blockquote whose first line starts at
-    ``start`` (at its first ``>``), and where its last line ends; None for a
-    lazy line, or a tab after a ``>`` (its width depends on the column)."""
+    ``start`` (at its first ``>``), where its last line ends, and the index
+    among them of its first lazy line (None when it has none); None for a
+    tab after a ``>`` (its width depends on the column) or a line that may
+    start a block which ends it, where ``ends_block`` cannot tell."""
     lines: list[str] = []
     at = start
-    empty = False
+    empty = was_lazy = False
+    lazy: int | None = None
     while True:
         end = _line_end(text, at)
         marker = text.find(">", at, end)
         if marker < 0 or not _BLANK.fullmatch(text, at, marker):
             # Not a line of the quote: the first line always is.
-            if empty or ends_block(text[at:end]):
-                return lines, at - 1
-            return None
-        content = marker + 1
-        if text.startswith("\t", content):
-            return None
-        if text.startswith(" ", content):
-            content += 1
-        lines.append(text[content:end])
-        empty = _BLANK.fullmatch(text, content, end) is not None
+            if empty:
+                return lines, at - 1, lazy
+            if ends_block(text[at:end]):
+                # After a lazy line that markdown-it may read as a paragraph
+                # of the document (see _block), such a line may not end it
+                # (`2. x`), or may underline it (`---`).
+                return None if was_lazy else (lines, at - 1, lazy)
+            if not _LAZY.match(text, at, end):
+                return None
+            # markdown-it takes any other line into the quote: the lazy
+            # continuation of a paragraph if one is open in it; else its
+            # reading of the quote stops there, and the line and those after
+            # it are read again as the document's (the caller judges).
+            lazy = len(lines) if lazy is None else lazy
+            lines.append(text[at:end])
+            was_lazy = True
+        else:
+            content = marker + 1
+            if text.startswith("\t", content):
+                return None
+            if text.startswith(" ", content):
+                content += 1
+            lines.append(text[content:end])
+            empty = _BLANK.fullmatch(text, content, end) is not None
+            was_lazy = False
         if end >= len(text):
-            return lines, end
+            return lines, end, lazy
         at = end + 1
         if _BLANK.fullmatch(text, at, _line_end(text, at)):
-            return lines, end
+            return lines, end, lazy
 
 
 def ends_block(line: str) -> bool:

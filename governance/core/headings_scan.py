@@ -12,7 +12,10 @@ past the content column. A fence opened at column 0 or 1 is in no list item:
 it ends at its closing line or at the end. An HTML block or a blockquote
 opened at column 0 or 1 is in no list item either (both end paragraphs), and
 ends where headings_blocks says; an HTML block holds no heading, a
-blockquote's content is scanned as a document of its own. A list item
+blockquote's content is scanned as a document of its own, its lazy lines
+among it when nothing from the first on could be a heading or start a
+block and a blank line ends it (what markdown-it makes of them then
+changes no heading and no end). A list item
 (opened after a blank line, a settled block, or a paragraph it may end) runs
 while its lines are blank or indented to its content, until a line that
 starts another block; its content, that indentation taken off, is scanned as
@@ -20,20 +23,20 @@ a document of its own, and one line of text followed by another item needs no
 more. A setext heading is settled when its text is one plain line after a
 blank line or a settled block.
 
-What it declines, or leaves to the older rules (which then decline what may
-be in a list item): CR or NUL (markdown-it rewrites them); a line of a list
-item or a blockquote that may continue a paragraph lazily, or a tab in their
-indentation; once the scan has taken a list marker's line for text (an item
-it could not bound may hold what follows), an HTML block or a blockquote
-indented 2 or 3 and a heading or fence line indented 4 or more or by a tab
-(before that, every line it meets is at the top level, where such a line is
-indented code or a paragraph's); an HTML block of kind 7 that may be a
-paragraph's line; a fence opened at column k = 2 or 3 (it may be a list
-item's) unless every non-blank line through the closer starts with k spaces
-and no line of its marker indented 4 or more could close it; a list that may be nested 9 deep
-(markdown-it stops at 20 levels, two per list, one per blockquote, and drops
-the rest of the text); a setext underline under any other line; a heading or
-fence line holding ``|`` above a line that could be a table's delimiter row;
+What it declines, or leaves to the older rules (which then decline what may be
+in a list item): CR or NUL (markdown-it rewrites them); a line of a list item
+that may continue a paragraph lazily, a blockquote's lazy lines but those
+above, or a tab in their indentation; once the scan has taken a list marker's
+line for text (an item it could not bound may hold what follows), an HTML block
+or a blockquote indented 2 or 3 and a heading or fence line indented 4 or more
+or by a tab (before that, every line it meets is at the top level, where such a
+line is indented code or a paragraph's); an HTML block of kind 7 that may be a
+paragraph's line; a fence opened at column k = 2 or 3 (it may be a list item's)
+unless every non-blank line through the closer starts with k spaces and no line
+of its marker indented 4 or more could close it; a list that may be nested 9
+deep (markdown-it stops at 20 levels, two per list, one per blockquote, and
+drops the rest of the text); a setext underline under any other line; a heading
+or fence line holding ``|`` above a line that could be a table's delimiter row;
 a heading with a bracket whose text a link reference definition of the text
 could name (the link's text would depend on it).
 
@@ -360,7 +363,17 @@ def _block(
     quoted = quote_lines(text, start)
     if quoted is None:
         return None
-    lines, end = quoted
+    lines, end, lazy = quoted
+    if lazy is not None and _LINE.search("\n" + "\n".join(lines[lazy:])):
+        # Lazy lines are settled where nothing from the first one on could
+        # be a heading or start a block. markdown-it continues an open
+        # paragraph of the quote with each; or, at the first after any other
+        # block, it stops reading the quote and reads that line and the rest
+        # as the document's (a paragraph, and quotes of plain lines). Either
+        # way no heading is among them, and both readings end where the quote
+        # does, at a blank line (quote_lines declines any other end after a
+        # lazy line).
+        return None
     inner = _scan("\n" + "\n".join(lines), labels, levels + 1)
     return None if inner is None else (end, inner, True)
 
