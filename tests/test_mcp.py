@@ -256,7 +256,8 @@ def test_suggest_answers_what_the_cli_prints(repo: Repo, cli: Callable[..., Resu
 def test_suggest_errors(repo: Repo) -> None:
     error(call(repo, "suggest", {"goal": "the of and"}), "goal_empty")
     error(call(repo, "suggest", {"goal": "phase", "budget": 0}), "invalid_arguments")
-    error(call(repo, "suggest", {"goal": "phase", "paths": ["../*.md"]}), "invalid_glob")
+    error(call(repo, "suggest", {"goal": "phase", "paths": ["../*.md"]}), "invalid_pathspec")
+    error(call(repo, "suggest", {"goal": "phase", "paths": ["nowhere/*.md"]}), "pathspec_no_match")
     error(call(repo, "suggest", {"goal": "phase", "at": "main"}), "invalid_revision")
     error(call(repo, "suggest", {}), "invalid_arguments")
 

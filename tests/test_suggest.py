@@ -340,11 +340,11 @@ def test_a_facet_only_an_overlapping_section_has_is_an_overlap_gap(cli, tmp_path
     invariant(result)
 
 
-def test_a_bad_glob_is_exit_2(cli, tmp_path: Path) -> None:
+def test_a_bad_pathspec_is_exit_2(cli, tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     result = cli(["suggest", "audit", "--paths", "/abs/*.md", "--json"], cwd=repo.path)
     assert result.code == 2
-    assert json.loads(result.out)["error"]["code"] == "invalid_glob"
+    assert json.loads(result.out)["error"]["code"] == "invalid_pathspec"
 
 
 def test_without_a_committed_policy_it_fails_as_build_would(cli, tmp_path: Path) -> None:

@@ -48,8 +48,11 @@ class SuggestIn(_Input):
     at: str = Field("HEAD", description=AT)
     paths: Globs = Field(
         None,
-        description="globs choosing the candidate files instead of every tracked Markdown "
-        "file outside packets/ ('*' stays within one folder, a whole '**' spans folders)",
+        description="git pathspecs choosing the candidate files instead of every tracked "
+        "Markdown file outside packets/, as `git ls-files -- PATHSPEC` at the top would: a "
+        "folder names what is under it, '*' matches across '/', ':(glob)' gives '**', "
+        "':(exclude)' or ':!' leaves out, ':(icase)' and ':(literal)' as in git; one that "
+        "matches no file is pathspec_no_match",
     )
     max_reads: Count = Field(None, description="propose at most this many reads")
     budget: Count = Field(

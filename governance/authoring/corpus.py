@@ -14,8 +14,8 @@ import pygit2
 from governance.authoring.terms import RUN, content_terms, normalise
 from governance.core.capsule import PACKETS_DIR
 from governance.core.excerpt import candidate_locator
-from governance.core.globs import PathGlobs, State
 from governance.core.headings import Heading, heading_lines, parse_headings, split_lines
+from governance.core.pathspecs import Pathspecs, Place
 from governance.core.policy import DEFAULT_MAX_HEADING_COUNT
 from governance.core.snapshot import MODE_TREE, Snapshot
 from governance.core.tree import Tree
@@ -85,36 +85,51 @@ class Corpus:
 
 
 def markdown_paths(
-    snapshot: Snapshot, globs: PathGlobs | None, bounds: Bounds = DEFAULT_BOUNDS
+    snapshot: Snapshot, specs: Pathspecs | None, bounds: Bounds = DEFAULT_BOUNDS
 ) -> tuple[list[str], bool]:
-    """Every Markdown path of the snapshot's tree (matching ``globs``), sorted, and
-    whether the walk stopped at ``bounds.tree_entries``."""
+    """Every Markdown path of the snapshot's tree (matching the pathspecs
+    ``specs``, else outside ``packets/``), sorted, and whether the walk stopped at
+    ``bounds.tree_entries``; ``pathspec_no_match`` when a walk that went the
+    whole way found a pathspec matching no file."""
     found: list[str] = []
     visited = 0
-    start: State | None = globs.start if globs is not None else None
-    stack: list[tuple[pygit2.Tree, str, State | None]] = [(snapshot.tree, "", start)]
+    seen = 0  # the pathspecs that matched a file, Markdown or not
+    start: Place | None = specs.start if specs is not None else None
+    stack: list[tuple[pygit2.Tree, str, Place | None]] = [(snapshot.tree, "", start)]
     while stack:
-        tree, prefix, state = stack.pop()
+        tree, prefix, place = stack.pop()
         for entry in tree:
             visited += 1
             if visited > bounds.tree_entries:
                 return sorted(found), True
             name = entry.name or ""
-            after = globs.step(state, name) if globs is not None and state is not None else None
+            markdown = name.lower().endswith(MARKDOWN_SUFFIXES)
             if entry.filemode == MODE_TREE:
-                if globs is None and not prefix and name == PACKETS_DIR:
-                    # Packets are what suggestions are for, not evidence: a
-                    # packet's own context.md is in its capsule whole anyway.
+                inside = None
+                if place is None:
+                    if not prefix and name == PACKETS_DIR:
+                        # Packets are what suggestions are for, not evidence: a
+                        # packet's own context.md is in its capsule whole anyway.
+                        continue
+                else:
+                    assert specs is not None
+                    inside = specs.enter(place, name)
+                    if inside is None:
+                        continue
+                assert isinstance(entry, pygit2.Tree)
+                stack.append((entry, f"{prefix}{name}/", inside))
+                continue
+            if specs is not None and place is not None:
+                if not markdown and seen == specs.every:
                     continue
-                if globs is None or (after is not None and globs.descends(after)):
-                    assert isinstance(entry, pygit2.Tree)
-                    stack.append((entry, f"{prefix}{name}/", after))
-                continue
-            if not name.lower().endswith(MARKDOWN_SUFFIXES):
-                continue
-            if globs is not None and (after is None or not globs.matches(after)):
-                continue
-            found.append(f"{prefix}{name}")
+                chosen, named = specs.test(place, name)
+                seen |= named
+                if not chosen:
+                    continue
+            if markdown:
+                found.append(f"{prefix}{name}")
+    if specs is not None:
+        specs.require(seen, snapshot.commit_id)
     return sorted(found), False
 
 
@@ -237,14 +252,14 @@ def _file_docs(
 
 def scan(
     snapshot: Snapshot,
-    globs: PathGlobs | None,
+    specs: Pathspecs | None,
     terms: Iterable[str],
     bounds: Bounds = DEFAULT_BOUNDS,
 ) -> Corpus:
     """The corpus at ``snapshot``, keeping term frequencies of ``terms`` only."""
     wanted = frozenset(terms)
     corpus = Corpus()
-    paths, cut = markdown_paths(snapshot, globs, bounds)
+    paths, cut = markdown_paths(snapshot, specs, bounds)
     if cut:
         corpus.skipped["tree_entry_cap"] += 1
     for path in _bounded(paths, snapshot, corpus, bounds):

@@ -14,7 +14,7 @@ from governance.authoring.fit import BudgetFit
 from governance.authoring.template import Draft
 from governance.authoring.terms import STOPWORDS_VERSION
 from governance.core import budget
-from governance.core.globs import PathGlobs
+from governance.core.pathspecs import Pathspecs
 from governance.core.snapshot import Snapshot
 from governance.errors import GOAL_EMPTY, GOAL_TOO_LONG, USAGE, UsageError
 
@@ -49,7 +49,7 @@ def suggest(snapshot: Snapshot, draft: Draft, options: Options) -> dict[str, Any
         )
     if options.max_reads is not None and options.max_reads < 1:
         raise UsageError("--max-reads must be at least 1", code=USAGE)
-    globs = PathGlobs(list(options.paths)) if options.paths else None
+    specs = Pathspecs(options.paths) if options.paths else None
     fit = BudgetFit(snapshot, draft)
     limit = fit.max_reads if fit.error is None else 0
     if options.max_reads is not None:
@@ -64,7 +64,7 @@ def suggest(snapshot: Snapshot, draft: Draft, options: Options) -> dict[str, Any
             file_bytes=min(bounds.file_bytes, fit.max_heading_source_bytes),
             file_headings=min(bounds.file_headings, fit.max_heading_count),
         )
-    corpus = scan(snapshot, globs, {term for facet in facets for term in facet.terms}, bounds)
+    corpus = scan(snapshot, specs, {term for facet in facets for term in facet.terms}, bounds)
     candidates = select.score(corpus.docs, facets)
     chosen = select.choose(
         candidates, len(facets), fit, max_reads=limit, per_file=max(1, -(-limit // 2))

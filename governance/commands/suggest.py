@@ -52,10 +52,12 @@ def add_options(parser: argparse.ArgumentParser, *, goal_option: bool = False) -
     parser.add_argument(
         "--paths",
         nargs="+",
-        metavar="GLOB",
+        metavar="PATHSPEC",
         default=[],
-        help="only Markdown files matching one of these globs ('docs/**/*.md'; '*' stays "
-        "within a folder, '**' spans folders)",
+        help="only the Markdown files these git pathspecs match, as 'git ls-files -- "
+        "PATHSPEC' at the top would: a folder names what is under it, '*' matches across "
+        "'/', ':(glob)' gives '**', ':!' excludes, ':(icase)' and ':(literal)'; a pathspec "
+        "that matches no file is an error (pathspec_no_match)",
     )
     parser.add_argument(
         "--max-reads",
