@@ -127,6 +127,9 @@ DIVERGENCES = {
     # A '<' line that opens no HTML block is a paragraph's text, which a tag
     # alone (kind 7) cannot interrupt: it was taken for a settled block.
     "tag_line_after_a_paragraph_of_angle_text": ("<http://x>\n</pre>\n# Title\n", ["Title"]),
+    # An item line followed by another was settled as an item even where it
+    # cannot interrupt the paragraph above (ordered, not from 1): it is text.
+    "ordered_item_lines_continuing_a_paragraph": ("####### 7\n10. a\n10. # T\n", []),
 }
 
 

@@ -210,9 +210,15 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                 not inset
                 and not _OPENS_BLOCK.match(text, end)
                 and _SIBLING[len(indent)].match(text, line_end)
+                and (
+                    not _cannot_interrupt(text, start + len(indent), item)
+                    or start - 1 == settled
+                    or _blank_before(text, start)
+                )
             ):
                 # One line of text, then an item of this list or an outer one
-                # (at most as indented): a line the scan has no more to say of.
+                # (at most as indented): a line the scan has no more to say of
+                # (where it is an item's: it may not interrupt a paragraph).
                 settled = line_end
                 match = search(text, line_end)
                 continue
