@@ -509,3 +509,26 @@ def test_remembered_heading_texts_are_bounded() -> None:
     long = "x" * (headings._RENDERED_LONGEST + 1)
     assert parse_headings(f"# {long}\n")[0].text == long
     assert long not in headings._RENDERED
+
+
+def _markdown_it_render(content: str) -> str:
+    return headings._render(headings._parser().parseInline(content, {})[0].children or [])
+
+
+@settings(max_examples=600)
+@given(st.text(alphabet="`` a\u00a0\u3000b#-:é\t", max_size=24))
+def test_code_spans_render_as_markdown_it_renders_them(content: str) -> None:
+    # Headings whose only markup is backticks are rendered without markdown-it.
+    assert headings._code_spans(content) == _markdown_it_render(content)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        *["`a`", "`` a ` b ``", "` `", "`  `", "` a`", "``a`", "a `b` c `d", "`a` `` ` ``"],
+        *["```", "` \t `", "` \u00a0 `", "`\u3000`"],
+    ],
+)
+def test_code_spans_in_headings(content: str) -> None:
+    assert headings._code_spans(content) == _markdown_it_render(content)
+    assert parse_headings(f"# {content}\n") == headings._parse_fully(f"# {content}\n")

@@ -221,6 +221,15 @@ def test_outline_of_a_plain_file_imports_no_markdown_or_yaml_parser(repo: Repo) 
     assert commands == SHARED | {"governance.commands.outline"}
 
 
+def test_outline_of_headings_with_code_spans_imports_no_markdown_it(repo: Repo) -> None:
+    # Code spans, the markup most headings have, are rendered without it.
+    repo.write("docs/api.md", "# The `capsule` API\n\n## `outline --json`\n\nText.\n")
+    repo.commit("headings with code spans")
+    code, third_party, _ = _probe("capsule", ["outline", "docs/api.md"], repo.path)
+    assert code == 0
+    assert third_party == {"governance", "pygit2"}
+
+
 def test_outline_imports_markdown_it_where_the_scan_declines(repo: Repo) -> None:
     # A carriage return is one thing the scan leaves to the parse.
     repo.write("docs/crlf.md", "# Title\r\n\r\nText.\r\n")
