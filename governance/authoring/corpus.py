@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from governance.authoring.terms import RUN, content_terms, normalise
+from governance.authoring.terms import content_terms, normalise, runs
 from governance.core.capsule import PACKETS_DIR
 from governance.core.excerpt import candidate_locator
 from governance.core.headings import Heading, heading_lines, parse_headings, split_lines
@@ -188,7 +188,7 @@ def _file_docs(
         for term, running in sums.items():
             count = 0
             if term in folded:
-                found = RUN.findall(folded) if found is None else found
+                found = runs(folded) if found is None else found
                 count = found.count(term)
             running.append(running[-1] + count)
 
@@ -200,12 +200,12 @@ def _file_docs(
         if heading is not None and tf:
             # A term of the section's own heading says what it is about: it
             # counts HEADING_WEIGHT times (once already, in the heading's line).
-            for term in RUN.findall(normalise(heading.text)):
+            for term in runs(normalise(heading.text)):
                 if term in tf:
                     tf[term] += HEADING_WEIGHT - 1
         # The enclosing headings and the document's title say what it is part
         # of: each of their terms counts once more, in the section or not.
-        for term in set(RUN.findall(normalise(context))) & terms:
+        for term in set(runs(normalise(context))) & terms:
             tf[term] = tf.get(term, 0) + 1
         return Doc(
             path=path,

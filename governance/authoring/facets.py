@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from governance.authoring.terms import STOPWORDS, content_terms, normalise, tokens
+from governance.authoring.terms import LETTER, STOPWORDS, content_terms, normalise, tokens
 
 MAX_GOAL_CHARS = 2000
 MAX_FACETS = 16
@@ -22,10 +22,10 @@ WORD = "word"
 # Kinds matched as their tokens in a row, stop words too.
 IN_A_ROW = frozenset({PHRASE, COMPOUND})
 
-_COMPOUND = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
+_COMPOUND = re.compile(f"{LETTER}+(?:-{LETTER}+)+")
 _QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201c\u201d]+)\u201d|`([^`]+)`')
 # Words as written (case kept), with where they start; punctuation splits clauses.
-_WORD = re.compile(r"[^\W_]+(?:['\u2019.-][^\W_]+)*")
+_WORD = re.compile(f"{LETTER}+(?:['\u2019.-]{LETTER}+)*")
 _CLAUSE = re.compile(r"[.,;:!?()\[\]{}]+(?:\s|$)|\n")
 _VERSUS = frozenset({"vs", "versus", "v"})
 _COMPARE = frozenset({"compare", "comparing", "compared", "contrast"})
