@@ -277,6 +277,15 @@ LINE_RANGE_OUTSIDE = _code(
 SOURCE_BINARY = _code(
     "source_binary", SourceError, advice="select lines of a text file, or read the file whole"
 )
+SYMBOL_MISSING = _code(
+    "symbol_missing", SourceError, advice=f"restore the definition, or {_FIX_LOCATOR}"
+)
+SYMBOL_AMBIGUOUS = _code(
+    "symbol_ambiguous", SourceError, advice="select the lines meant with #L10-L40"
+)
+PYTHON_INVALID = _code(
+    "python_invalid", SourceError, advice="fix the file, or select its lines with #L10-L40"
+)
 SOURCE_TOO_LARGE = _code("source_too_large", SourceError)
 SOURCE_TOO_MANY_HEADINGS = _code(
     "source_too_many_headings",

@@ -107,9 +107,12 @@ def _read(read: dict[str, Any], index: int) -> list[str]:
     first, last = read["lines"]
     lines = [f"### read {index}: {code(read['locator'])}\n", "\n"]
     heading = read["heading"]
-    if heading is None and parse_locator(read["locator"]).lines is not None:
+    selector = parse_locator(read["locator"])
+    if heading is None and selector.lines is not None:
         # A range names positions: say so, so no one reads it as a section.
         lines.append(f"- selection: lines {first}-{last} (a line range)\n")
+    elif heading is None and selector.symbol is not None:
+        lines.append(f"- selection: the Python definition {code(selector.symbol)}\n")
     elif heading is None:
         lines.append("- selection: the whole file\n")
     else:

@@ -78,8 +78,9 @@ def narrowing(
 def _sections(excerpt: Excerpt, snapshot: Snapshot) -> list[dict[str, Any]]:
     """The largest sections directly under the read's heading (for a whole
     file: under no heading, or under its one top heading), largest first."""
-    if parse_locator(excerpt.locator).lines is not None:
-        return []  # a range has no sections: name fewer lines
+    selector = parse_locator(excerpt.locator)
+    if selector.lines is not None or selector.symbol is not None:
+        return []  # a range or a definition has no sections: name fewer lines
     parsed = parsed_file(snapshot, snapshot.source(excerpt.path), locator=excerpt.locator)
     tree, lines = parsed.tree, parsed.lines
     if excerpt.heading is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from governance.core import canonical
+from governance.core import canonical, symbols
 from governance.core.hashing import sha256_hex
 from governance.core.headings import heading_lines, line_count, parse_headings, split_lines
 from governance.core.structure import match_steps, propose, render
@@ -88,12 +88,24 @@ def decode_source(data: bytes, *, locator: str) -> str:
 def check_heading_source(
     snapshot: Snapshot, selector: Selector, source: Source, limit: int
 ) -> None:
-    """Refuse a ``#heading`` or ``#L10-L40`` read of a source over ``limit``
-    bytes, judged from the object header: such a read parses or splits the
-    whole file, and only its selection is bounded by the budget."""
+    """Refuse a ``#heading``, ``#L10-L40`` or ``#py:name`` read of a source over
+    ``limit`` bytes (a ``py:`` read also over core.symbols' own cap), judged
+    from the object header: such a read parses or splits the whole file, and
+    only its selection is bounded by the budget."""
     if selector.whole:
         return
     size = snapshot.size(source)
+    if selector.symbol is not None and size > min(limit, symbols.MAX_PYTHON_BYTES):
+        cap = min(limit, symbols.MAX_PYTHON_BYTES)
+        raise SourceError(
+            f"{selector.locator}: {selector.path} has {size:,} bytes {snapshot.where}, more "
+            f"than the {cap:,} a Python symbol read parses; select its lines with "
+            "#L10-L40, or read it whole",
+            code=SOURCE_TOO_LARGE,
+            locator=selector.locator,
+            bytes=size,
+            limit=cap,
+        )
     if size > limit:
         what = "a heading read may parse" if selector.lines is None else "a line range may split"
         raise SourceError(
@@ -216,6 +228,8 @@ def select(
         return section_excerpt(selector, source, parsed)
     if selector.lines is not None:
         return lines_excerpt(selector, source, data)
+    if selector.symbol is not None:
+        return symbol_excerpt(selector, source, data)
     text = decode_source(data, locator=selector.locator)
     source_sha = sha256_hex(data)
     return Excerpt(
@@ -279,6 +293,25 @@ def lines_excerpt(selector: Selector, source: Source, data: bytes) -> Excerpt:
         )
     return span_excerpt(
         selector, source, lines, first, last, source_sha256=sha256_hex(data), heading=None
+    )
+
+
+def symbol_excerpt(selector: Selector, source: Source, data: bytes) -> Excerpt:
+    """The lines of the one Python definition ``selector.symbol`` names, from
+    its first decorator to its last line, failing closed: the file is valid
+    UTF-8 that ``ast`` parses, and defines that name once."""
+    assert selector.symbol is not None
+    text = decode_source(data, locator=selector.locator)
+    found = symbols.symbols(text, locator=selector.locator)
+    symbol = symbols.find(found, selector.symbol, locator=selector.locator, path=selector.path)
+    return span_excerpt(
+        selector,
+        source,
+        split_lines(data),
+        symbol.first_line,
+        symbol.last_line,
+        source_sha256=sha256_hex(data),
+        heading=None,
     )
 
 

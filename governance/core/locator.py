@@ -1,12 +1,14 @@
 """Locators (``path``, ``path#heading-slug``, ``path#parent-slug/.../heading-slug``,
-the structural ``path#parent>child``, ``path#>top``, ``path#twin@2``, or
-``path#L10-L40``) and the path-safety rules."""
+the structural ``path#parent>child``, ``path#>top``, ``path#twin@2``,
+``path#L10-L40``, or a Python symbol ``path.py#py:Class.method``) and the
+path-safety rules."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from governance.core.symbols import PREFIX, parse_symbol
 from governance.errors import INVALID_LOCATOR, LINE_RANGE_INVALID, UNSAFE_PATH, SourceError
 
 # C0 controls and DEL (check_path names NUL on its own, before these).
@@ -48,11 +50,14 @@ class Selector:
     # A structural selector (``a>b``, ``>a``, ``a@2``): every step, outermost
     # first; empty for the other forms (``a/b`` keeps its own meaning).
     steps: tuple[Step, ...] = ()
+    # ``#py:Class.method``: the dotted name of a Python definition (core.symbols).
+    # A slug never holds ``:``, so never reads as one.
+    symbol: str | None = None
 
     @property
     def whole(self) -> bool:
         """The locator names the whole file (no fragment)."""
-        return self.slug is None and self.lines is None
+        return self.slug is None and self.lines is None and self.symbol is None
 
     @property
     def slugs(self) -> tuple[str, ...]:
@@ -122,6 +127,16 @@ def _parse_locator(locator: str) -> Selector:
     check_path(path, locator=locator)
     if not hash_:
         return Selector(locator=locator, path=path, slug=None)
+    if fragment.startswith(PREFIX):
+        if not path.endswith(".py"):
+            raise SourceError(
+                f"{_shown(locator)}: a py: selector names a definition of a Python file "
+                "(.py); select lines with #L10-L40",
+                code=INVALID_LOCATOR,
+                locator=locator,
+            )
+        symbol = parse_symbol(_shown(locator), fragment)
+        return Selector(locator=locator, path=path, slug=None, symbol=symbol)
     if _LINE_FORM.match(fragment):
         return Selector(locator=locator, path=path, slug=None, lines=_line_range(locator, fragment))
     if ">" in fragment or "@" in fragment:

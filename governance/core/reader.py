@@ -106,6 +106,8 @@ def _check_read(read: dict[str, Any], index: int) -> None:
                 raise _corrupt(
                     f"{name}.lines is not the range its locator names", field=f"{name}.lines"
                 )
+        elif selector.symbol is not None:
+            pass  # which lines a definition spans, only its source can say
         elif read["source_sha256"] != read["selected_sha256"]:
             raise _corrupt(
                 f"{name} reads a whole file but source_sha256 differs from selected_sha256",
