@@ -29,7 +29,7 @@ COMMANDS: Mapping[str, str] = {
     "audit": "replay every capsule record found in history (each distinct blob once)",
     "check": "report every reason packets would not build (emits nothing)",
     "status": "verify the newest record of each packet against HEAD: which went stale",
-    "outline": "list every heading of a Markdown file with its selector, lines and cost",
+    "outline": "list every heading or Python definition of a file: selector, lines, cost",
     "install-hook": (
         "write git pre-commit, pre-merge-commit and pre-push hooks that run the capsule guards"
     ),

@@ -277,3 +277,49 @@ def test_property_each_unique_definition_is_its_own_lines(module: list[str]) -> 
         assert head.startswith("@") or symbol.name.rsplit(".", 1)[-1] in head
         if names.count(symbol.name) == 1:
             assert symbol.kind in ("def", "async def", "class")
+
+
+# capsule outline of a .py file: every definition with the selector that builds it.
+
+
+def test_outline_lists_every_definition_with_its_selector(cli, repo: Repo) -> None:
+    with_reads(repo, ["src/app.py"])
+    result = cli(["outline", "src/app.py", "--json"], cwd=repo.path)
+    assert result.code == 0, result.err
+    listed = json.loads(result.out)["definitions"]
+    assert [(d["name"], d["kind"], d["lines"]) for d in listed] == [
+        (s.name, s.kind, [s.first_line, s.last_line]) for s in symbols(CODE, locator="src/app.py")
+    ]
+    area = next(d for d in listed if d["name"] == "Shape.area")
+    assert area["locator"] == "src/app.py#py:Shape.area"
+    assert area["bytes"] == len(lines_of(CODE, 20, 21).encode())
+    assert area["depth"] == 1
+
+
+def test_outline_text_is_a_table_and_a_summary(cli, repo: Repo) -> None:
+    with_reads(repo, ["src/app.py"])
+    result = cli(["outline", "src/app.py"], cwd=repo.path)
+    assert result.code == 0, result.err
+    header, *rows = result.out.splitlines()
+    assert header.split() == ["LINES", "BYTES", "TOKENS", "DEFINITION", "SELECTOR"]
+    assert any(r.split()[-3:] == ["def", "area", "src/app.py#py:Shape.area"] for r in rows)
+    assert "9 definitions" in result.err
+
+
+def test_every_selector_outline_proposes_builds_its_lines(cli, repo: Repo) -> None:
+    source = CODE + "\n\ndef top():\n    return 'again'\n"  # top is now defined twice
+    with_reads(repo, ["src/app.py"], {"src/app.py": source})
+    listed = json.loads(cli(["outline", "src/app.py", "--json"], cwd=repo.path).out)
+    tops = [d["locator"] for d in listed["definitions"] if d["name"] == "top"]
+    assert tops == ["src/app.py#L6-L7", "src/app.py#L40-L41"]
+    locators = [d["locator"] for d in listed["definitions"]]
+    repo.write(PACKET, packet_yaml("P-1", locators[:8]))
+    repo.commit()
+    reads = build(cli, repo)["reads"]
+    assert [r["lines"] for r in reads] == [d["lines"] for d in listed["definitions"][:8]]
+
+
+def test_outline_of_python_that_does_not_parse_is_python_invalid(cli, repo: Repo) -> None:
+    with_reads(repo, ["src/bad.py"], {"src/bad.py": "def broken(:\n"})
+    result = cli(["outline", "src/bad.py", "--json"], cwd=repo.path)
+    assert (result.code, json.loads(result.out)["error"]["code"]) == (3, "python_invalid")

@@ -1,20 +1,25 @@
-"""Every heading of one Markdown file at a snapshot: its selector, lines and cost."""
+"""Every heading of one Markdown file at a snapshot, or every definition of a
+Python file: its selector, lines and cost."""
 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from governance.core import symbols
 from governance.core.budget import estimate_tokens
 from governance.core.excerpt import (
     Parsed,
     candidate_locator,
+    check_heading_source,
+    decode_source,
     parse_source,
     refuse_heading_count,
     section_excerpt,
 )
-from governance.core.headings import heading_lines
+from governance.core.headings import heading_lines, split_lines
 from governance.core.locator import parse_locator
 from governance.core.policy import heading_limits
 from governance.core.repository import Source
@@ -176,3 +181,93 @@ def _outline(snapshot: Snapshot, path: str) -> tuple[Outline, Tree, Source, Pars
         entries=entries,
     )
     return found, tree, source, parsed
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One ``def``, ``async def`` or ``class`` of a Python file, with the
+    locator naming it: ``path#py:NAME``, or its lines where the name is
+    defined more than once (which a ``py:`` read refuses)."""
+
+    name: str
+    kind: str
+    locator: str
+    first_line: int
+    last_line: int
+    n_bytes: int
+    depth: int
+
+    @property
+    def estimated_tokens(self) -> int:
+        return estimate_tokens(self.n_bytes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "locator": self.locator,
+            "lines": [self.first_line, self.last_line],
+            "bytes": self.n_bytes,
+            "estimated_tokens": self.estimated_tokens,
+            "depth": self.depth,
+        }
+
+
+@dataclass(frozen=True)
+class PythonOutline:
+    path: str
+    commit: str
+    blob: str
+    n_bytes: int
+    line_count: int
+    definitions: tuple[Definition, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "commit": self.commit,
+            "blob": self.blob,
+            "bytes": self.n_bytes,
+            "estimated_tokens": estimate_tokens(self.n_bytes),
+            "lines": self.line_count,
+            "definitions": [d.to_json() for d in self.definitions],
+        }
+
+
+def python_outline(snapshot: Snapshot, path: str) -> PythonOutline:
+    """Every definition of the Python file ``path``, outermost first in source
+    order, read and bounded as a ``py:`` read is (core.symbols)."""
+    source = snapshot.source(path)
+    selector = parse_locator(f"{path}#py:outline")
+    check_heading_source(snapshot, selector, source, heading_limits(snapshot).source_bytes)
+    snapshot.check_worktree(source)
+    data = snapshot.read(source)
+    text = decode_source(data, locator=path)
+    found = symbols.symbols(text, locator=path)
+    lines = split_lines(data)
+    starts = [0, *itertools.accumulate(len(line) for line in lines)]
+    names = Counter(symbol.name for symbol in found)
+    definitions = tuple(
+        Definition(
+            name=s.name,
+            kind=s.kind,
+            locator=(
+                f"{path}#py:{s.name}"
+                if names[s.name] == 1
+                else f"{path}#L{s.first_line}-L{s.last_line}"
+            ),
+            first_line=s.first_line,
+            last_line=s.last_line,
+            n_bytes=starts[s.last_line] - starts[s.first_line - 1],
+            depth=s.name.count("."),
+        )
+        for s in found
+    )
+    return PythonOutline(
+        path=path,
+        commit=snapshot.commit_id,
+        blob=source.blob_id,
+        n_bytes=len(data),
+        line_count=len(lines),
+        definitions=definitions,
+    )

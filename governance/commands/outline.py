@@ -1,4 +1,5 @@
-"""``capsule outline``: every heading of a Markdown file with its selector and cost."""
+"""``capsule outline``: every heading of a Markdown file, or every definition of
+a Python file, with its selector and cost."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from governance.output import err, out, print_json, printable
 if TYPE_CHECKING:
     from governance.core.snapshot import Snapshot
 
-HELP = "list every heading of a Markdown file with its selector, lines and cost"
+HELP = "list every heading or Python definition of a file: selector, lines, cost"
 
 
 def register(sub: Any) -> None:
@@ -34,11 +35,14 @@ def register(sub: Any) -> None:
             "GitHub numbers it. The file is read as a build reads it: a "
             "missing, untracked, symlinked, non-UTF-8, too large or (at HEAD) dirty file "
             "fails closed. With --json, the same as a list, each heading with its depth and "
-            "parent index."
+            "parent index. A PATH ending in .py is outlined as Python instead: every def, "
+            "async def and class, nested ones indented, each with its path#py:Class.method "
+            "selector (its lines, path#L10-L40, where the name is defined twice); --json "
+            "lists them as definitions."
         ),
     )
     parser.add_argument(
-        "path", metavar="PATH", nargs="?", help="the Markdown file, as typed from the cwd"
+        "path", metavar="PATH", nargs="?", help="the Markdown (or .py) file, as typed from the cwd"
     )
     parser.add_argument(
         "--resolve",
@@ -76,7 +80,10 @@ def run(args: argparse.Namespace) -> int:
     snapshot = Snapshot.at(repo, args.at)
     if args.resolve is not None:
         return _resolve(snapshot, args.resolve, as_json=args.json)
-    found = outline(snapshot, repo_relative(repo, args.path))
+    path = repo_relative(repo, args.path)
+    if path.endswith(".py"):
+        return _python(snapshot, path, as_json=args.json)
+    found = outline(snapshot, path)
     if args.json:
         print_json(found.to_json())
         return 0
@@ -100,6 +107,39 @@ def run(args: argparse.Namespace) -> int:
     err(
         f"capsule: {found.path} at {found.commit[:12]}: {plural(len(found.entries), 'heading')}, "
         f"{plural(found.line_count, 'line')}, {plural(found.n_bytes, 'byte')} (whole file "
+        f"{found.to_json()['estimated_tokens']:,} estimated tokens)"
+    )
+    return 0
+
+
+def _python(snapshot: Snapshot, path: str, *, as_json: bool) -> int:
+    from governance.authoring.outline import python_outline  # noqa: PLC0415 (defers pygit2, ast)
+
+    found = python_outline(snapshot, path)
+    if as_json:
+        print_json(found.to_json())
+        return 0
+    rows = [
+        (
+            f"{d.first_line}-{d.last_line}",
+            f"{d.n_bytes:,}",
+            f"{d.estimated_tokens:,}",
+            printable(f"{'  ' * d.depth}{d.kind} {d.name.rpartition('.')[2]}"),
+            printable(d.locator),
+        )
+        for d in found.definitions
+    ]
+    header = ("LINES", "BYTES", "TOKENS", "DEFINITION", "SELECTOR")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    for row in [header, *rows]:
+        out(
+            f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  "
+            f"{row[3]:<{widths[3]}}  {row[4]}".rstrip()
+        )
+    err(
+        f"capsule: {found.path} at {found.commit[:12]}: "
+        f"{plural(len(found.definitions), 'definition')}, {plural(found.line_count, 'line')}, "
+        f"{plural(found.n_bytes, 'byte')} (whole file "
         f"{found.to_json()['estimated_tokens']:,} estimated tokens)"
     )
     return 0
