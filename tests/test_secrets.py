@@ -363,6 +363,32 @@ def test_audit_reports_a_record_the_scan_would_refuse_today(cli, repo: Repo) -> 
     assert [r["result"] for r in waived["results"]] == ["waived"]
 
 
+def test_audit_numbers_a_repeated_part_by_its_own_files_lines(cli, repo: Repo) -> None:
+    # Two records read the same section text from two blobs, the second a
+    # file with two lines more above it: audit scans the text once and must
+    # still name each record's own blob and line.
+    key = aws_key_id()
+    repo.write(PACKET, packet_yaml("P-1", ["docs/notes.md#keys"]))
+    lines = []
+    for above in ([], ["More notes.", ""]):
+        repo.write("docs/notes.md", "\n".join(["# Notes", "", *above, "## Keys", "", key, ""]))
+        repo.commit("notes")
+        blob, line = blob_of(repo, "docs/notes.md"), 5 + len(above)
+        waive(repo, blob, line)
+        assert cli(["build", PACKET, "--record"], cwd=repo.path).code == 0
+        repo.commit("record")
+        lines.append((blob, line))
+    repo.write(WAIVERS, "waivers: []\n")
+    repo.commit("the waivers withdrawn")
+    result = cli(["audit", "--json", "--jobs", "1"], cwd=repo.path)
+    assert result.code == 1
+    rows = json.loads(result.out)["results"]
+    assert [row["code"] for row in rows] == ["record_secret", "record_secret"]
+    found = sorted((s["blob"], s["line"]) for row in rows for s in row["secrets"])
+    assert found == sorted(lines)
+    assert key not in result.out + result.err
+
+
 # --- without the extra -----------------------------------------------------------------
 
 

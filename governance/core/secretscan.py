@@ -233,36 +233,45 @@ def refusal(findings: list[Finding], where: str) -> SourceError:
     )
 
 
+# The cache's key of a text's hits, numbered from its first line.
+TEXT = "secrets-text"
+
+
+def text_hits(found: Detector, cache: BlobCache, text: str, first_line: int) -> tuple[Hit, ...]:
+    """``found.scan(text, first_line)``, each text scanned once while ``cache``
+    holds it: a part's hits are a function of its text alone, which its first
+    line only numbers. Audit's records mostly carry a text an earlier record
+    carried from another blob (a commit changes one section of a file, and
+    the file's other sections keep their text in the new blob), so the text,
+    not the blob, is the key."""
+    hits = cache.get(
+        (TEXT, text),
+        lambda: found.scan(text),
+        # The text is the key; each hit, a few words.
+        weight=lambda hits: len(text) + 64 * len(hits),
+    )
+    if first_line == 1 or not hits:
+        return hits
+    return tuple(Hit(hit.line + first_line - 1, hit.kind) for hit in hits)
+
+
 def built_findings(built: Built, cache: BlobCache) -> tuple[Finding, ...]:
     """What the scan finds today in every part of ``built`` (a record's
     rebuild, byte for byte the record), before any waiver: audit's view of a
-    record whose bytes are history. Shares ``cache`` with the builds."""
+    record whose bytes are history. Shares ``cache`` with the builds; each
+    part's text is scanned once (``text_hits``)."""
     found = detector()
     if not found.available:
         return ()
     out: list[Finding] = []
 
-    def scanned(part: str, path: str, blob: str, *, key: str, text: str, first: int) -> None:
-        hits = cache.get(
-            (f"secrets:{key}", blob),
-            lambda: found.scan(text, first),
-            weight=lambda hits: 64 + 64 * len(hits),
-        )
-        out.extend(Finding(part, path, blob, hit.line, hit.kind) for hit in hits)
-
     for whole in built.files:
-        path = whole.source.path
-        scanned(path, path, whole.source.blob_id, key=WHOLE, text=whole.text, first=1)
+        path, blob = whole.source.path, whole.source.blob_id
+        for hit in text_hits(found, cache, whole.text, 1):
+            out.append(Finding(path, path, blob, hit.line, hit.kind))
     for excerpt in built.excerpts:
-        locator = excerpt.locator
-        scanned(
-            locator,
-            excerpt.path,
-            excerpt.blob_id,
-            key=locator,
-            text=excerpt.text,
-            first=excerpt.first_line,
-        )
+        for hit in text_hits(found, cache, excerpt.text, excerpt.first_line):
+            out.append(Finding(excerpt.locator, excerpt.path, excerpt.blob_id, hit.line, hit.kind))
     return tuple(out)
 
 
