@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from governance.authoring.corpus import MARKDOWN_SUFFIXES, markdown_paths
@@ -246,10 +246,43 @@ pathspec = st.builds(
 )
 
 
+_EXCLUDE = (":!", ":^", ":(exclude", ":(top,exclude", ":(icase,exclude", ":/!")
+
+
+def _git_excludes_all(specs: list[str]) -> bool:
+    """Where git 2.39's ls-files may list nothing at all: an exclusion beside a
+    pathspec naming a folder. `git ls-files -- x/ ':!q'` lists nothing though
+    no path is q, while `git ls-files -- docs/ ':!q'` lists docs/; in this
+    test's tree `docs/ ':!zz*/'` lists nothing and `docs/ ':!zz*'` lists docs/,
+    in another repository the reverse. The answer depends on more than the
+    pathspecs, so it is git's defect, not a rule to follow: those cases are
+    left out here, and ours excludes exactly what the exclusion matches
+    (test_an_exclusion_matching_nothing_excludes_nothing; EXAMPLES holds
+    exclusions git answers consistently)."""
+    excludes = [s for s in specs if s.startswith(_EXCLUDE)]
+    positive = [s for s in specs if not s.startswith(_EXCLUDE)]
+    return bool(excludes) and any("/" in s for s in positive)
+
+
 @settings(max_examples=150)
 @given(st.lists(pathspec, min_size=1, max_size=3))
 def test_generated_pathspecs_agree_with_git(tree: Repo, specs: list[str]) -> None:
+    # Found by the generator (['docs/', ':!*.md/'], ['x/', ':!a']): git listed nothing.
+    assume(not _git_excludes_all(specs))
     agree(tree, specs)
+
+
+def test_an_exclusion_matching_nothing_excludes_nothing(tree: Repo) -> None:
+    # Where git 2.39 lists nothing (_git_excludes_all), the pathspecs mean
+    # docs/ less what matches *.txt/, zz* or *.md/: which leaves all of it,
+    # or all but nothing.
+    everything = ours(tree, ["docs/"])
+    assert isinstance(everything, set)
+    assert everything
+    for exclusion in (":!zz*", ":!*.txt/", ":!*.md/", ":!a/", ":!q"):
+        assert ours(tree, ["docs/", exclusion]) == everything, exclusion
+    # '*' crosses '/': every .md under docs/ goes, the .markdown stays.
+    assert ours(tree, ["docs/", ":!docs/*.md"]) == {"docs/x.markdown"}
 
 
 @pytest.mark.parametrize("spec", [":(attr:x)docs", ":(prefix:0)docs", ":(attr)docs"])
