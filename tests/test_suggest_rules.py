@@ -15,17 +15,18 @@ from governance.authoring.terms import STOPWORDS, STOPWORDS_VERSION, content_ter
 
 
 def test_terms_are_nfc_casefolded_runs_of_letters_and_digits() -> None:
+    # Casefolded "strasse" is ASCII, so the suffix rule drops its final e.
     assert tokens("Straße e\u0301t\u00e9 snake_case v2.0 日本語") == [
-        "strasse",
+        "strass",
         "\u00e9t\u00e9",
-        "snake",
+        "snak",
         "case",
         "v2",
         "0",
         "日本語",
     ]
-    assert content_terms("What is the budget of a capsule?") == ["budget", "capsule"]
-    assert STOPWORDS_VERSION == "en-1"
+    assert content_terms("What is the budget of a capsule?") == ["budget", "capsul"]
+    assert STOPWORDS_VERSION == "en-2"
     assert "the" in STOPWORDS
     assert "budget" not in STOPWORDS
 

@@ -154,6 +154,6 @@ def test_suggest_json_of_a_goal_with_newer_letters_is_pinned(cli, tmp_path: Path
     assert found["facets"] == [
         {"facet": "kawi", "kind": "word", "terms": ["kawi"]},
         {"facet": "script", "kind": "word", "terms": ["script"]},
-        {"facet": "ideographs", "kind": "word", "terms": ["ideographs"]},
+        {"facet": "ideographs", "kind": "word", "terms": ["ideograph"]},
     ]
     assert [read["locator"] for read in found["reads"]] == ["docs/scripts.md#scripts"]

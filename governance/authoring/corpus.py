@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from governance.authoring.terms import content_terms, normalise, runs
+from governance.authoring.terms import content_terms, normalise, probe, runs, stem, tokens
 from governance.core.capsule import PACKETS_DIR
 from governance.core.excerpt import candidate_locator
 from governance.core.headings import Heading, heading_lines, parse_headings, split_lines
@@ -182,13 +182,14 @@ def _file_docs(
         raw = data[offsets[first - 1] : offsets[last]]
         lengths.append(lengths[-1] + len(raw))
         # Most blocks hold none of the goal's terms: a substring test of the
-        # normalised text rules them out before any tokenising.
+        # normalised text (on what every word of the stem holds) rules them out
+        # before any tokenising.
         folded = normalise(raw.decode("utf-8"))
         found: list[str] | None = None
         for term, running in sums.items():
             count = 0
-            if term in folded:
-                found = runs(folded) if found is None else found
+            if probe(term) in folded:
+                found = [stem(w) for w in runs(folded)] if found is None else found
                 count = found.count(term)
             running.append(running[-1] + count)
 
@@ -200,12 +201,12 @@ def _file_docs(
         if heading is not None and tf:
             # A term of the section's own heading says what it is about: it
             # counts HEADING_WEIGHT times (once already, in the heading's line).
-            for term in runs(normalise(heading.text)):
+            for term in tokens(heading.text):
                 if term in tf:
                     tf[term] += HEADING_WEIGHT - 1
         # The enclosing headings and the document's title say what it is part
         # of: each of their terms counts once more, in the section or not.
-        for term in set(runs(normalise(context))) & terms:
+        for term in set(tokens(context)) & terms:
             tf[term] = tf.get(term, 0) + 1
         return Doc(
             path=path,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from governance.authoring.terms import LETTER, STOPWORDS, content_terms, normalise, tokens
+from governance.authoring.terms import LETTER, STOPWORDS, content_terms, normalise, runs, stem
 
 MAX_GOAL_CHARS = 2000
 MAX_FACETS = 16
@@ -30,13 +30,15 @@ _CLAUSE = re.compile(r"[.,;:!?()\[\]{}]+(?:\s|$)|\n")
 _VERSUS = frozenset({"vs", "versus", "v"})
 _COMPARE = frozenset({"compare", "comparing", "compared", "contrast"})
 _COMPARE_JOIN = frozenset({"and", "with", "to", "against"})
+# The stems of the words that join sides: never a facet of their own.
+_CONNECTIVES = frozenset(stem(word) for word in _VERSUS | _COMPARE)
 
 
 @dataclass(frozen=True)
 class Facet:
-    text: str  # its normalised tokens joined by a space: also its name
+    text: str  # its normalised words joined by a space: also its name
     kind: str
-    terms: tuple[str, ...]  # content terms (scored and required)
+    terms: tuple[str, ...]  # stems of its content words (scored and required)
     sequence: tuple[str, ...]  # every token, stop words too, for a phrase
 
     def to_json(self) -> dict[str, object]:
@@ -44,12 +46,19 @@ class Facet:
 
 
 def _facet(kind: str, text: str) -> Facet | None:
-    sequence = tuple(tokens(text))
-    terms = tuple(dict.fromkeys(content_terms(text)))
+    # Matched on stems; named by the words as the goal wrote them (the first
+    # word of each stem).
+    words = runs(normalise(text))
+    sequence = tuple(stem(word) for word in words)
+    shown: dict[str, str] = {}
+    for word in words:
+        if len(word) > 1 and word not in STOPWORDS:
+            shown.setdefault(stem(word), word)
+    terms = tuple(shown)
     if not terms:
         return None
     return Facet(
-        text=" ".join(sequence if kind in IN_A_ROW else terms),
+        text=" ".join(words if kind in IN_A_ROW else shown.values()),
         kind=kind,
         terms=terms,
         sequence=sequence if kind in IN_A_ROW else terms,
@@ -138,7 +147,8 @@ def goal_facets(goal: str) -> list[Facet]:
                 add(NAME, name)
     for compound in _COMPOUND.findall(rest):
         add(COMPOUND, compound)
-    for term in content_terms(rest):
-        if term not in claimed and term not in _VERSUS and term not in _COMPARE:
-            add(WORD, term)
+    for word in runs(normalise(rest)):
+        term = stem(word)
+        if len(word) > 1 and word not in STOPWORDS and term not in claimed | _CONNECTIVES:
+            add(WORD, word)
     return found

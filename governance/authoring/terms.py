@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from governance.authoring import terms_table
 from governance.core import slug_table
 
-# Part of what ``capsule suggest`` prints: a change to this list changes
-# suggestions, so it changes the version too.
-STOPWORDS_VERSION = "en-1"
+# Part of what ``capsule suggest`` prints: a change to this list or to the
+# suffix rule (stem) changes suggestions, so it changes the version too
+# (en-2: stems).
+STOPWORDS_VERSION = "en-2"
 
 # Function words of English that carry no topic: articles, pronouns,
 # auxiliaries, prepositions, conjunctions, and a few words every goal uses
@@ -88,13 +90,55 @@ def runs(text: str) -> list[str]:
     return [run for part in found for run in RUN_CHECK.findall(part)]
 
 
+_VOWELS = frozenset("aeiouy")
+_UNDOUBLE = frozenset("bdfgkmnprt")
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """A light suffix rule of English, for ASCII letters only (any other term,
+    and one under four letters, is itself): a plural's s, then ed or ing
+    (undoubling the consonant before it), then a final e; y after a consonant
+    is i. dropped, drops: drop; headings, heading: head; caching, caches, cache:
+    cach; policies, policy: polici."""
+    if len(word) < 4 or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith(("ies", "ied")):
+        return word[:-2]
+    if word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and not word.endswith("eed") and len(base) >= 3:
+            if _VOWELS.isdisjoint(base):
+                break
+            word = base
+            if word[-1] == word[-2] and word[-1] in _UNDOUBLE:
+                word = word[:-1]
+            break
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
+    elif word.endswith("y") and len(word) > 3 and word[-2] not in _VOWELS:
+        word = word[:-1] + "i"
+    return word
+
+
+def probe(term: str) -> str:
+    """What every word stemming to ``term`` holds as it is written: the stem,
+    less an ``i`` that may have been a ``y``."""
+    return term[:-1] if term.endswith("i") and len(term) > 1 else term
+
+
 def tokens(text: str) -> list[str]:
-    """Every run of letters and digits of ``text``, normalised, stop words included
-    (phrases are matched on this sequence)."""
-    return runs(normalise(text))
+    """Every run of letters and digits of ``text``, normalised and stemmed, stop
+    words included (phrases are matched on this sequence)."""
+    return [stem(word) for word in runs(normalise(text))]
 
 
 def content_terms(text: str) -> list[str]:
-    """The tokens of ``text`` that are not stop words, in order, repeats kept; a
-    single letter or digit is never one (``8-read`` is about reads)."""
-    return [term for term in tokens(text) if len(term) > 1 and term not in STOPWORDS]
+    """The stems of the words of ``text`` that are not stop words, in order,
+    repeats kept; a single letter or digit is never one (``8-read`` is about
+    reads)."""
+    return [stem(word) for word in runs(normalise(text)) if len(word) > 1 and word not in STOPWORDS]
