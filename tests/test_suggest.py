@@ -17,7 +17,7 @@ from governance.authoring import select
 from governance.authoring.corpus import Bounds
 from governance.authoring.suggest import Options, suggest
 from governance.authoring.template import Draft
-from governance.commands.suggest import report
+from governance.commands.suggest import cap_warnings, report
 from governance.core.repository import open_repository
 from governance.core.snapshot import Snapshot
 from governance.errors import REGISTRY, CapsuleError
@@ -449,3 +449,47 @@ def test_every_goal_gets_an_answer_or_a_coded_refusal(
     lines, notes = report(result)
     assert lines[0].startswith("required_reads:")
     assert notes
+
+
+def test_files_past_a_corpus_bound_are_named_in_a_warning(cli, tmp_path: Path) -> None:
+    # Regression (issue 21): files left out at a corpus bound were counted in
+    # --json only; stderr now says how many and which bound, --json or not.
+    repo = make_repo(tmp_path)
+    repo.write("policies/capsule.yml", POLICY + "max_heading_count: 3\n")
+    for name in ("many", "more"):
+        repo.write(f"docs/{name}.md", "".join(f"# H{k}\n\nwombat\n\n" for k in range(5)))
+    repo.commit("many headings")
+    for extra in ([], ["--json"]):
+        result = cli(["suggest", "wombat", *extra], cwd=repo.path)
+        assert result.code == 0, result.err
+        assert (
+            "capsule: warning: 2 Markdown files were not read, each over 3 headings "
+            "(too_many_headings); narrow the corpus with --paths"
+        ) in result.err.splitlines()
+    corpus = json.loads(result.out)["corpus"]
+    assert corpus["skipped"]["too_many_headings"] == 2
+    assert corpus["bounds"] == {
+        "tree_entries": 200_000,
+        "files": 10_000,
+        "file_bytes": 4 << 20,
+        "total_bytes": 64 << 20,
+        "file_headings": 3,
+    }
+
+
+@pytest.mark.parametrize(
+    ("bounds", "line"),
+    [
+        (Bounds(files=1), "2 Markdown files were not read, past the first 1 files (file_cap)"),
+        (Bounds(total_bytes=300), "Markdown files were not read, past 300 bytes in all (byte_cap)"),
+        (Bounds(file_bytes=100), "Markdown files were not read, each over 100 bytes"),
+        (Bounds(tree_entries=2), "the walk of the tree stopped after 2 tree entries"),
+    ],
+)
+def test_each_corpus_bound_has_its_warning(tmp_path: Path, bounds: Bounds, line: str) -> None:
+    repo = make_repo(tmp_path)
+    snapshot = Snapshot.at(open_repository(repo.path), "HEAD", check_worktree=False)
+    draft = Draft.make("replay audit", snapshot.commit_id)
+    warnings = cap_warnings(suggest(snapshot, draft, Options(bounds=bounds)))
+    assert len(warnings) == 1
+    assert line in warnings[0], warnings

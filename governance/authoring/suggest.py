@@ -116,6 +116,13 @@ def suggest(snapshot: Snapshot, draft: Draft, options: Options) -> dict[str, Any
             "bytes": corpus.bytes_read,
             "sections": len(corpus.docs),
             "skipped": dict(sorted(corpus.skipped.items())),
+            "bounds": {
+                "tree_entries": bounds.tree_entries,
+                "files": bounds.files,
+                "file_bytes": bounds.file_bytes,
+                "total_bytes": bounds.total_bytes,
+                "file_headings": bounds.file_headings,
+            },
         },
         "limits": {"max_reads": limit, "per_file": max(1, -(-limit // 2))},
     }

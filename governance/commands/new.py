@@ -8,7 +8,7 @@ from typing import Any
 
 from governance.authoring.template import Draft
 from governance.commands._args import add_command, add_json_flag
-from governance.commands.suggest import add_options, options, report
+from governance.commands.suggest import add_options, cap_warnings, options, report
 from governance.errors import NO_WORKING_TREE, UsageError
 from governance.output import err, print_json
 
@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     )
     written = new_packet(snapshot, Path(repo.workdir), draft, opts)
     reads = written.suggestion["reads"]
+    for line in cap_warnings(written.suggestion):
+        err(line)
     if args.json:
         print_json(
             {

@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     snapshot = Snapshot.at(repo, args.at, check_worktree=False)
     draft = Draft.make(args.goal, snapshot.commit_id, target_tokens=opts.budget)
     result = suggest(snapshot, draft, opts)
+    for line in cap_warnings(result):
+        err(line)
     if args.json:
         print_json(result)
         return 0
@@ -101,6 +103,34 @@ def run(args: argparse.Namespace) -> int:
     for line in notes:
         err(line)
     return 0
+
+
+# The corpus bounds a skip reason stands for: what was left out, and why.
+CAPS = {
+    "tree_entry_cap": ("the walk of the tree stopped", "after {tree_entries:,} tree entries"),
+    "file_cap": ("Markdown files were not read", "past the first {files:,} files"),
+    "byte_cap": ("Markdown files were not read", "past {total_bytes:,} bytes in all"),
+    "file_too_large": ("Markdown files were not read", "each over {file_bytes:,} bytes"),
+    "too_many_headings": ("Markdown files were not read", "each over {file_headings:,} headings"),
+}
+
+
+def cap_warnings(result: dict[str, Any]) -> list[str]:
+    """A printable stderr line for each corpus bound that left files out: how
+    many, and which bound (``--json`` counts them in ``corpus.skipped``)."""
+    corpus = result["corpus"]
+    lines = []
+    for reason, (what, why) in CAPS.items():
+        count = corpus["skipped"].get(reason, 0)
+        if not count:
+            continue
+        how = why.format(**corpus["bounds"])
+        if reason == "tree_entry_cap":
+            line = f"capsule: warning: {what} {how} ({reason})"
+        else:
+            line = f"capsule: warning: {count:,} {what}, {how} ({reason})"
+        lines.append(printable(line + "; narrow the corpus with --paths"))
+    return lines
 
 
 def report(result: dict[str, Any]) -> tuple[list[str], list[str]]:
