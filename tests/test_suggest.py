@@ -170,7 +170,10 @@ def test_share_cap_keeps_one_file_from_taking_every_read(cli, tmp_path: Path) ->
     repo.write(
         "docs/many.md",
         "# Many\n\n"
-        + "".join(f"## Topic {n}\n\nalpha{n} appears here.\n\n" for n in range(6))
+        + "".join(
+            f"## Topic {n}\n\nalpha{n} appears here, in a section with words enough to read.\n\n"
+            for n in range(6)
+        )
         + "padding\n" * 3000,  # too large to be a candidate whole
     )
     repo.commit("many")
@@ -493,3 +496,25 @@ def test_each_corpus_bound_has_its_warning(tmp_path: Path, bounds: Bounds, line:
     warnings = cap_warnings(suggest(snapshot, draft, Options(bounds=bounds)))
     assert len(warnings) == 1
     assert line in warnings[0], warnings
+
+
+def test_a_stub_section_ranks_below_a_substantive_one(cli, tmp_path: Path) -> None:
+    # Issue 21: a heading with a line or two (a template's "TBD", its
+    # instructions in an HTML comment) ranked first: BM25 favours the short,
+    # and the stub's heading names the goal.
+    repo = make_repo(tmp_path)
+    repo.write(
+        "docs/stub.md",
+        "# Plan\n\n## Wombat rollout\n\nTBD\n\n<!-- Say how the wombat rollout goes. -->\n",
+    )
+    repo.write(
+        "docs/stages.md",
+        "# Stages\n\nThe wombat rollout goes in three stages.\n\n"
+        + "Each stage is watched for a week before the next one starts. " * 8
+        + "\n",
+    )
+    repo.commit("plan")
+    result = run(cli, repo, "wombat rollout", "--max-reads", "1")
+    assert [read["locator"] for read in result["reads"]] == ["docs/stages.md#stages"]
+    assert select.is_stub(b"## Wombat rollout\n\nTBD\n\n<!-- wombat " + b"x" * 500 + b" -->\n")
+    assert not select.is_stub(b"## Summary\n\nOne sentence of forty bytes or more says it.\n")

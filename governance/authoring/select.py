@@ -7,6 +7,7 @@ fill toward the target. Every candidate ends in exactly one bucket."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,16 @@ from governance.authoring.terms import tokens
 # it, BM25 decides alone (bench/bench_suggest_quality.py: 1 KiB gave a 52% hit
 # rate, 4 KiB 67%).
 MIN_COST_BYTES = 4096
+
+# A stub: a section with fewer bytes than this of its own words, its heading
+# lines, blank lines and HTML comments (a template's instructions) left out,
+# such as a "## Test Plan" holding "TBD". It ranks below every substantive
+# section apart from it: it is taken only when nothing substantive covers
+# what it does.
+# Most RFC Summaries are one long sentence of 150-400 bytes; none is a stub.
+STUB_BYTES = 40
+_COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.DOTALL)
+_NOT_WORDS = re.compile(rb"^[ \t]{0,3}(?:#{1,6}(?:[ \t][^\n]*)?|=+|-+|[ \t]*)$\n?", re.MULTILINE)
 
 DUPLICATE = "duplicate"
 OVERLAP = "overlap"
@@ -60,6 +71,7 @@ class Candidate:
     score: int  # BM25 of the whole goal, x bm25.SCALE
     facets: dict[int, int]  # facet index -> BM25 of its terms
     named: bool = False  # the goal names its document's title
+    stub: bool = False  # too few words of its own to be worth a read (STUB_BYTES)
 
     @property
     def cost(self) -> int:
@@ -92,6 +104,12 @@ def _covers(doc: Doc, facet: Facet, joined: dict[int, str]) -> bool:
     return f" {' '.join(facet.sequence)} " in text
 
 
+def is_stub(data: bytes) -> bool:
+    """Fewer than STUB_BYTES of words once headings, blank lines and HTML
+    comments are left out."""
+    return len(_NOT_WORDS.sub(b"", _COMMENT.sub(b"", data))) < STUB_BYTES
+
+
 def score(docs: Sequence[Doc], facets: Sequence[Facet]) -> list[Candidate]:
     """Every doc covering at least one facet, with its integer scores, best first
     (ties by path, then line)."""
@@ -119,15 +137,30 @@ def score(docs: Sequence[Doc], facets: Sequence[Facet]) -> list[Candidate]:
         if covered:
             named = bool(doc.title_terms) and doc.title_terms <= goal_terms
             out.append(
-                Candidate(doc=doc, score=sum(per_term.values()), facets=covered, named=named)
+                Candidate(
+                    doc=doc,
+                    score=sum(per_term.values()),
+                    facets=covered,
+                    named=named,
+                    stub=is_stub(doc.data),
+                )
             )
-    out.sort(key=lambda c: (-c.score, *_place(c.doc)))
+    out.sort(key=_rank)
     return out
 
 
+def _rank(c: Candidate) -> tuple[bool, int, str, int, int, bool]:
+    # Substantive before stubs, then by score, then by place.
+    return (c.stub, -c.score, *_place(c.doc))
+
+
 def _better(a: Candidate, b: Candidate, full: set[int]) -> bool:
-    """a before b: more new coverage per byte (a.value / a.cost > b.value / b.cost,
-    cross-multiplied), then by place."""
+    """a before b: a substantive section before a stub apart from it (one that
+    holds the stub has the stub's words plus perhaps only padding: coverage
+    per byte judges those), then more new coverage per byte (a.value / a.cost
+    > b.value / b.cost, cross-multiplied), then by place."""
+    if a.stub != b.stub and not _overlaps(a.doc, b.doc):
+        return b.stub
     left = a.value(full) * b.cost
     right = b.value(full) * a.cost
     if left != right:
@@ -215,7 +248,7 @@ def choose(  # noqa: C901, PLR0912, PLR0915 (coverage, then the fill; to split n
 
     # Coverage is met, or nothing more covers anything: the next-best of the
     # rest (score order) fill toward the target budget, within the same rules.
-    for candidate in sorted(spare, key=lambda c: (-c.score, *_place(c.doc))):
+    for candidate in sorted(spare, key=_rank):
         doc = candidate.doc
         if doc.data in texts:
             drop(candidate, DUPLICATE)
