@@ -518,3 +518,18 @@ def test_a_stub_section_ranks_below_a_substantive_one(cli, tmp_path: Path) -> No
     assert [read["locator"] for read in result["reads"]] == ["docs/stages.md#stages"]
     assert select.is_stub(b"## Wombat rollout\n\nTBD\n\n<!-- wombat " + b"x" * 500 + b" -->\n")
     assert not select.is_stub(b"## Summary\n\nOne sentence of forty bytes or more says it.\n")
+
+
+def test_a_document_named_by_its_title_leads_only_with_words(cli, tmp_path: Path) -> None:
+    # Regression (issue 21, kubernetes/enhancements): an empty file's name,
+    # "some-file.md", is the title "some file"; any goal holding "files"
+    # names it, and the title rule put the empty file first.
+    repo = make_repo(tmp_path)
+    repo.write("docs/some-file.md", "")
+    repo.write(
+        "docs/env.md",
+        "# Loading\n\nEnv files are read once, at start, in the order the pod lists them.\n",
+    )
+    repo.commit("env")
+    result = run(cli, repo, "Support for env files", "--max-reads", "1")
+    assert [read["locator"] for read in result["reads"]] == ["docs/env.md#loading"]

@@ -232,7 +232,9 @@ def choose(  # noqa: C901, PLR0912, PLR0915 (coverage, then the fill; to split n
             break
         # The best of a document the goal names by its title first; then,
         # while some file has no read yet, the best of those files first.
-        pool = [c for c in remaining if c.named and per_path[c.doc.path] == 0]
+        # (A stub of a named document is no lead: an empty file's name alone
+        # may be its title.)
+        pool = [c for c in remaining if c.named and not c.stub and per_path[c.doc.path] == 0]
         pool = pool or [c for c in remaining if per_path[c.doc.path] == 0] or remaining
         best = pool[0]
         for candidate in pool[1:]:
