@@ -4,7 +4,7 @@ give the same result on every machine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from governance.authoring import select
@@ -116,13 +116,7 @@ def suggest(snapshot: Snapshot, draft: Draft, options: Options) -> dict[str, Any
             "bytes": corpus.bytes_read,
             "sections": len(corpus.docs),
             "skipped": dict(sorted(corpus.skipped.items())),
-            "bounds": {
-                "tree_entries": bounds.tree_entries,
-                "files": bounds.files,
-                "file_bytes": bounds.file_bytes,
-                "total_bytes": bounds.total_bytes,
-                "file_headings": bounds.file_headings,
-            },
+            "bounds": asdict(bounds),
         },
         "limits": {"max_reads": limit, "per_file": max(1, -(-limit // 2))},
     }

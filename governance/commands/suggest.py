@@ -105,32 +105,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-# The corpus bounds a skip reason stands for: what was left out, and why.
+# The corpus bound each skip reason stands for, as the files it left out.
 CAPS = {
-    "tree_entry_cap": ("the walk of the tree stopped", "after {tree_entries:,} tree entries"),
-    "file_cap": ("Markdown files were not read", "past the first {files:,} files"),
-    "byte_cap": ("Markdown files were not read", "past {total_bytes:,} bytes in all"),
-    "file_too_large": ("Markdown files were not read", "each over {file_bytes:,} bytes"),
-    "too_many_headings": ("Markdown files were not read", "each over {file_headings:,} headings"),
+    "file_cap": "past the first {files:,} files",
+    "byte_cap": "past {total_bytes:,} bytes in all",
+    "file_too_large": "each over {file_bytes:,} bytes",
+    "too_many_headings": "each over {file_headings:,} headings",
 }
 
 
 def cap_warnings(result: dict[str, Any]) -> list[str]:
     """A printable stderr line for each corpus bound that left files out: how
     many, and which bound (``--json`` counts them in ``corpus.skipped``)."""
-    corpus = result["corpus"]
+    skipped, bounds = result["corpus"]["skipped"], result["corpus"]["bounds"]
     lines = []
-    for reason, (what, why) in CAPS.items():
-        count = corpus["skipped"].get(reason, 0)
-        if not count:
-            continue
-        how = why.format(**corpus["bounds"])
-        if reason == "tree_entry_cap":
-            line = f"capsule: warning: {what} {how} ({reason})"
-        else:
-            line = f"capsule: warning: {count:,} {what}, {how} ({reason})"
-        lines.append(printable(line + "; narrow the corpus with --paths"))
-    return lines
+    if skipped.get("tree_entry_cap"):
+        lines.append(
+            f"the walk of the tree stopped after {bounds['tree_entries']:,} tree entries "
+            "(tree_entry_cap)"
+        )
+    for reason, why in CAPS.items():
+        count = skipped.get(reason, 0)
+        if count:
+            lines.append(
+                f"{count:,} Markdown files were not read, {why.format(**bounds)} ({reason})"
+            )
+    return [
+        printable(f"capsule: warning: {line}; narrow the corpus with --paths") for line in lines
+    ]
 
 
 def report(result: dict[str, Any]) -> tuple[list[str], list[str]]:
