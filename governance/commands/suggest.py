@@ -127,8 +127,10 @@ def cap_warnings(result: dict[str, Any]) -> list[str]:
     for reason, why in CAPS.items():
         count = skipped.get(reason, 0)
         if count:
+            were = "was" if count == 1 else "were"
             lines.append(
-                f"{count:,} Markdown files were not read, {why.format(**bounds)} ({reason})"
+                f"{plural(count, 'Markdown file')} {were} not read, "
+                f"{why.format(**bounds)} ({reason})"
             )
     return [
         printable(f"capsule: warning: {line}; narrow the corpus with --paths") for line in lines
