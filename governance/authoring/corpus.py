@@ -13,12 +13,12 @@ import pygit2
 
 from governance.authoring.terms import content_terms, normalise, probe, runs, stem, tokens
 from governance.core.capsule import PACKETS_DIR
-from governance.core.excerpt import candidate_locator
 from governance.core.headings import Heading, heading_lines, parse_headings, split_lines
 from governance.core.pathspecs import Pathspecs, Place
 from governance.core.policy import DEFAULT_MAX_HEADING_COUNT
 from governance.core.snapshot import MODE_TREE, Snapshot
 from governance.core.tree import Tree
+from governance.core.unnamed import candidate_locator
 from governance.errors import CapsuleError
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")

@@ -12,7 +12,6 @@ from governance.core import symbols
 from governance.core.budget import estimate_tokens
 from governance.core.excerpt import (
     Parsed,
-    candidate_locator,
     check_heading_source,
     decode_source,
     parse_source,
@@ -25,6 +24,7 @@ from governance.core.policy import heading_limits
 from governance.core.repository import Source
 from governance.core.snapshot import Snapshot
 from governance.core.tree import Tree
+from governance.core.unnamed import candidate_locator
 from governance.errors import INVALID_LOCATOR, SOURCE_TOO_LARGE, SourceError
 
 

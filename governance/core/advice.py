@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from governance.core.budget import Limits, estimate_tokens
-from governance.core.excerpt import candidate_locator, parsed_file
+from governance.core.excerpt import parsed_file
 from governance.core.locator import parse_locator
 from governance.core.overlap import overlaps
+from governance.core.unnamed import candidate_locator
 
 if TYPE_CHECKING:
     from governance.core.excerpt import Excerpt
