@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from governance.core.headings import Heading, _blank_front_matter, _parse_fully, parse_headings
 from governance.core.headings_blocks import BLOCK_NAMES, UNSETTLED_NAMES
-from governance.core.headings_scan import _LINE, TRIM, scan_headings
+from governance.core.headings_labels import TRIM
+from governance.core.headings_scan import _LINE, scan_headings
 
 ROOT = Path(__file__).resolve().parents[1]
 

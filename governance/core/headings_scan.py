@@ -50,6 +50,7 @@ from __future__ import annotations
 import re
 
 from governance.core.headings_blocks import html_end, html_kind, is_rule, item_lines, quote_lines
+from governance.core.headings_labels import TRIM, labels, may_reference
 
 _MARKER = r"(?:[-+*]|[0-9]{1,9}[.)])"
 # Each pattern starts with a literal line feed (the text is searched with one
@@ -82,27 +83,10 @@ _LINE = re.compile(
 _OPENS_BLOCK = re.compile(rf"(?:[ \t]+{_MARKER})*[ \t]+(?:[<>]|#|```|~~~)")
 # A list item's line indented at most k columns, k = 0 to 3, or the end.
 _SIBLING = [re.compile(rf"\n {{0,{k}}}{_MARKER}(?:[ \t]|\n|$)|$") for k in range(4)]
-# Where a link reference definition could start: a line's first character
-# after indentation, blockquote and list markers (characters of them: a
-# repeated group would keep state per repetition) is '[', and a ']:' closes
-# its label (no unescaped '[' in it; it may span lines).
-_DEFINITION = re.compile(r"\n[ \t>0-9.)*+-]*\[(?P<label>(?:[^\[\]\\]|\\[\s\S])*)\]:")
-# Innermost brackets of a heading: a label a link of it could name.
-_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 # A line that could be a table's delimiter row (markdown-it checks more).
 _DELIMITER_ROW = re.compile(r"[ \t]*[-|:][-|: \t]*")
 # A non-blank line starting with fewer than k spaces, k = 2 and 3.
 _SHORT = {k: re.compile(rf"\n {{0,{k - 1}}}(?=[^ \n])(?![ \t]*(?:\n|$))") for k in (2, 3)}
-# markdown-it-py's trim set (common.utils.MD_TRIM_CHARS): CommonMark's Unicode
-# whitespace (Zs, tab, LF, FF, CR) and VT, U+2028, U+2029. A test compares them.
-TRIM = (
-    "\t\n\v\f\r \xa0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + "\u2028\u2029\u202f\u205f\u3000"
-)
-# Whitespace a label's comparison collapses: markdown-it's trim set and more,
-# so two labels it takes as equal are equal here too.
-_SPACES = re.compile("[\\s" + re.escape(TRIM) + "]+")
 
 
 def scan_headings(text: str) -> list[tuple[int, int, int, str]] | None:
@@ -112,35 +96,7 @@ def scan_headings(text: str) -> list[tuple[int, int, int, str]] | None:
     if "\r" in text or "\x00" in text:
         return None
     text = "\n" + text
-    return _scan(text, _labels(text), 0)
-
-
-def _labels(text: str) -> frozenset[str] | None:
-    """The keys of every label the text could define a link reference for,
-    wherever it could, or None when one spans lines (its prefixes unknown)."""
-    keys: set[str] = set()
-    for found in _DEFINITION.finditer(text):
-        label = found.group("label")
-        if "\n" in label:
-            return None
-        keys |= _keys(label)
-    return frozenset(keys)
-
-
-def _keys(label: str) -> set[str]:
-    # Coarser than markdown-it's normalizeReference (trim, collapse
-    # whitespace, lower then upper case): never two keys where it has one.
-    plain = _SPACES.sub(" ", label).strip(" ")
-    return {plain.lower().upper(), plain.casefold()}
-
-
-def _may_reference(content: str, labels: frozenset[str] | None) -> bool:
-    # Could a link of this heading name a defined label (so its text depend on it)?
-    if "[" not in content or labels == frozenset():
-        return False
-    if labels is None or "\\" in content:
-        return True
-    return any(_keys(inner) & labels for inner in _BRACKETS.findall(content))
+    return _scan(text, labels(text), 0)
 
 
 def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to split next)
@@ -280,7 +236,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                     or previous == before + 1  # the pattern matched it: no plain line
                     or not _plain_title(title)
                     or not (before == settled or _blank_before(text, before + 1))
-                    or _may_reference(title, labels)
+                    or may_reference(title, labels)
                 ):
                     return None
                 found.append((line - 1, line, 1 if under[0] == "=" else 2, title.strip(TRIM)))
@@ -302,7 +258,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             fence_end = end
             continue
         content = _content(rest or "")
-        if _may_reference(content, labels):
+        if may_reference(content, labels):
             return None  # what a link in it means depends on a definition
         found.append((line, line, len(atx), content))
         settled = end
