@@ -7,8 +7,17 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from governance.authoring.terms import content_terms, probe, stem
+from governance.authoring.terms import (
+    TermCounter,
+    content_terms,
+    normalise,
+    probe,
+    runs,
+    stem,
+)
 from support.gitrepo import POLICY, Repo
 
 
@@ -28,6 +37,42 @@ def test_forms_of_a_word_share_one_stem(words: str, expected: str) -> None:
         assert stem(word) == expected, word
         # The corpus's substring pre-test: every form holds the stem's probe.
         assert probe(expected) in word, word
+
+
+# Words and their neighbours: ASCII forms, a y that stems to i, letters of
+# other scripts (an astral one, a combining mark, an unassigned code point),
+# digits and separators.
+_PIECES = st.sampled_from(
+    [
+        "drop", "dropped", "drops", "policy", "policies", "node", "nodes", "nod",
+        "cache", "caching", "i", "x", "9", "é", "e\u0301", "\U0001d400", "\U00011f04",
+        "ß", "İ", " ", "-", "_", "\n", ".", "'",
+    ]
+)  # fmt: skip
+
+
+def _naive(terms: set[str], folded: str) -> dict[str, int]:
+    stems = [stem(word) for word in runs(folded)]
+    return {term: stems.count(term) for term in terms}
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(_PIECES, max_size=30).map("".join),
+    st.sets(st.lists(_PIECES, min_size=1, max_size=3).map("".join), max_size=4),
+)
+def test_the_term_counter_counts_what_tokenising_every_word_does(text: str, goal: set[str]) -> None:
+    folded = normalise(text)
+    terms = {stem(word) for part in goal for word in runs(normalise(part))}
+    assert TermCounter(terms).count(folded) == _naive(terms, folded)
+
+
+def test_the_term_counter_skips_words_of_no_term_and_counts_every_form() -> None:
+    counter = TermCounter({"drop", "polici"})
+    text = normalise("Dropped drops; a dropdown, policy POLICIES airdrop.")
+    assert counter.count(text) == {"drop": 2, "polici": 2}
+    assert counter.count("nothing here") == {"drop": 0, "polici": 0}
+    assert TermCounter(()).count("drop") == {}
 
 
 def test_short_non_ascii_and_mixed_terms_are_themselves() -> None:

@@ -8,10 +8,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import pygit2
 
-from governance.authoring.terms import content_terms, normalise, probe, runs, stem, tokens
+from governance.authoring.terms import TermCounter, content_terms, normalise, tokens
 from governance.core.capsule import PACKETS_DIR
 from governance.core.headings import Heading, heading_lines, parse_headings, split_lines
 from governance.core.pathspecs import Pathspecs, Place
@@ -164,34 +165,34 @@ def title_of(path: str, headings: list[Heading]) -> str:
 
 
 def _file_docs(
-    path: str, blob_id: str, data: bytes, *, terms: frozenset[str], corpus: Corpus
+    path: str, blob_id: str, data: bytes, *, counter: TermCounter, corpus: Corpus
 ) -> None:
     text = data.decode("utf-8")
     headings = parse_headings(text)
     lines = split_lines(data)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
+    offsets = [0, *accumulate(map(len, lines))]
     # Blocks: the lines before the first heading, then each heading's own lines up
     # to the next heading of any rank. Every section is a run of whole blocks.
     starts = [1] + [heading.line for heading in headings]
     ends = [heading.line - 1 for heading in headings] + [len(lines)]
-    lengths = [0]
+    # The blocks run from the first line to the last: block k ends where the
+    # first k + 1 of them do.
+    lengths = [0, *(offsets[last] for last in ends)]
+    terms = counter.terms
     sums: dict[str, list[int]] = {term: [0] for term in terms}
     for first, last in zip(starts, ends, strict=True):
-        raw = data[offsets[first - 1] : offsets[last]]
-        lengths.append(lengths[-1] + len(raw))
-        # Most blocks hold none of the goal's terms: a substring test of the
-        # normalised text (on what every word of the stem holds) rules them out
-        # before any tokenising.
-        folded = normalise(raw.decode("utf-8"))
-        found: list[str] | None = None
+        counts = counter.count(normalise(data[offsets[first - 1] : offsets[last]].decode("utf-8")))
         for term, running in sums.items():
-            count = 0
-            if probe(term) in folded:
-                found = [stem(w) for w in runs(folded)] if found is None else found
-                count = found.count(term)
-            running.append(running[-1] + count)
+            running.append(running[-1] + counts[term])
+    # Headings and contexts repeat (a document's title is every section's):
+    # each text is tokenised once.
+    tokenised: dict[str, list[str]] = {}
+
+    def tokens_of(text: str) -> list[str]:
+        found = tokenised.get(text)
+        if found is None:
+            found = tokenised[text] = tokens(text)
+        return found
 
     def doc(
         selector: str | None, heading: Heading | None, block_a: int, block_b: int, context: str
@@ -201,12 +202,12 @@ def _file_docs(
         if heading is not None and tf:
             # A term of the section's own heading says what it is about: it
             # counts HEADING_WEIGHT times (once already, in the heading's line).
-            for term in tokens(heading.text):
+            for term in tokens_of(heading.text):
                 if term in tf:
                     tf[term] += HEADING_WEIGHT - 1
         # The enclosing headings and the document's title say what it is part
         # of: each of their terms counts once more, in the section or not.
-        for term in set(tokens(context)) & terms:
+        for term in set(tokens_of(context)) & terms:
             tf[term] = tf.get(term, 0) + 1
         return Doc(
             path=path,
@@ -258,7 +259,7 @@ def scan(
     bounds: Bounds = DEFAULT_BOUNDS,
 ) -> Corpus:
     """The corpus at ``snapshot``, keeping term frequencies of ``terms`` only."""
-    wanted = frozenset(terms)
+    counter = TermCounter(terms)
     corpus = Corpus()
     paths, cut = markdown_paths(snapshot, specs, bounds)
     if cut:
@@ -270,7 +271,7 @@ def scan(
             if heading_lines(data, most=bounds.file_headings + 1) > bounds.file_headings:
                 corpus.skipped["too_many_headings"] += 1
                 continue
-            _file_docs(path, source.blob_id, data, terms=wanted, corpus=corpus)
+            _file_docs(path, source.blob_id, data, counter=counter, corpus=corpus)
         except UnicodeDecodeError:
             corpus.skipped["source_not_utf8"] += 1
             continue

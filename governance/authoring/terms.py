@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
 
 from governance.authoring import terms_table
@@ -64,6 +66,7 @@ RUN_CHECK = re.compile(f"{LETTER}+")
 # patterns hold the Basic Multilingual Plane's ranges and every character above
 # it; what they find above it is sorted out by the exact pattern (rare text).
 _ASTRAL = "\U00010000-\U0010ffff"
+_BMP_LETTER = f"[{_class(*_WORD, below=0x10000)}]"
 _RUN_FAST = re.compile(f"[{_class(*_WORD, below=0x10000)}{_ASTRAL}]+")
 _HAS_ASTRAL = re.compile(f"[{_ASTRAL}]")
 _UNASSIGNED_FAST = re.compile(f"[{_class(*_NEW, below=0x10000)}{_ASTRAL}]")
@@ -142,3 +145,36 @@ def content_terms(text: str) -> list[str]:
     repeats kept; a single letter or digit is never one (``8-read`` is about
     reads)."""
     return [stem(word) for word in runs(normalise(text)) if len(word) > 1 and word not in STOPWORDS]
+
+
+class TermCounter:
+    """How often each of ``terms`` is the stem of a word of a normalised text:
+    what counting it in ``[stem(w) for w in runs(text)]`` gives (a test holds
+    the two equal), without tokenising the words no term can come from. A
+    word stems to a term only if it starts with the term's probe (stem only
+    takes suffixes off, and a ``y`` it makes an ``i`` the probe drops), so
+    one search finds the runs starting with a probe, and only those are
+    stemmed."""
+
+    def __init__(self, terms: Iterable[str]) -> None:
+        self.terms = frozenset(terms)
+        self._probes = tuple(sorted({probe(term) for term in self.terms}))
+        alternatives = "|".join(map(re.escape, self._probes))
+        # A run's start is a letter after no letter; below U+10000 the class
+        # is the exact one (text with a character above it takes runs()).
+        self._words = re.compile(f"(?<!{_BMP_LETTER})(?:{alternatives}){_BMP_LETTER}*")
+
+    def count(self, folded: str) -> dict[str, int]:
+        """Each term's count in ``folded`` (already normalised), 0 included."""
+        counts = dict.fromkeys(self.terms, 0)
+        if not any(found in folded for found in self._probes):
+            return counts
+        if folded.isascii() or not _HAS_ASTRAL.search(folded):
+            words = self._words.findall(folded)
+        else:
+            words = [word for word in runs(folded) if word.startswith(self._probes)]
+        for word, times in Counter(words).items():
+            term = stem(word)
+            if term in counts:
+                counts[term] += times
+        return counts
