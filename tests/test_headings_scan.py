@@ -333,3 +333,18 @@ def test_a_long_run_of_list_markers_is_declined_in_bounded_memory(marker: str) -
         [sys.executable, "-c", probe], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert done.stdout.split() == ["None"], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("text", "answers"),
+    [
+        # The definition comes after the heading: the labels are searched
+        # when the heading asks, in the whole text all the same.
+        ("# Intro\n\ntext\n\n## Drawbacks [optional]\n\n[optional]: https://x\n", False),
+        ("# Intro\n\n## Drawbacks [optional]\n\n[other]: https://x\n", True),
+        ("# Intro\n\n## Plain\n\n[optional]: https://x\n", True),
+    ],
+)
+def test_a_heading_s_brackets_are_judged_by_every_definition(text: str, answers: bool) -> None:
+    assert (scanned(text) is not None) is answers
+    assert parse_headings(text) == _parse_fully(text)

@@ -28,6 +28,27 @@ TRIM = (
 _SPACES = re.compile("[\\s" + re.escape(TRIM) + "]+")
 
 
+class Labels:
+    """The labels of a text, found when a heading with a bracket first asks
+    (most documents have none): one search of the text at most."""
+
+    __slots__ = ("_found", "_searched", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._found: frozenset[str] | None = None
+        self._searched = False
+
+    def may_reference(self, content: str) -> bool:
+        """may_reference(content, labels(text)), the labels found once."""
+        if "[" not in content:
+            return False
+        if not self._searched:
+            self._found = labels(self._text)
+            self._searched = True
+        return may_reference(content, self._found)
+
+
 def labels(text: str) -> frozenset[str] | None:
     """The keys of every label the text could define a link reference for,
     wherever it could, or None when one spans lines (its prefixes unknown)."""

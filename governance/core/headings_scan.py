@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 
 from governance.core.headings_blocks import html_end, html_kind, is_rule, item_lines, quote_lines
-from governance.core.headings_labels import TRIM, labels, may_reference
+from governance.core.headings_labels import TRIM, Labels
 
 _MARKER = r"(?:[-+*]|[0-9]{1,9}[.)])"
 # Each pattern starts with a literal line feed (the text is searched with one
@@ -96,11 +96,11 @@ def scan_headings(text: str) -> list[tuple[int, int, int, str]] | None:
     if "\r" in text or "\x00" in text:
         return None
     text = "\n" + text
-    return _scan(text, labels(text), 0)
+    return _scan(text, Labels(text), 0)
 
 
 def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to split next)
-    text: str, labels: frozenset[str] | None, levels: int, *, nesting: bool = True
+    text: str, labels: Labels, levels: int, *, nesting: bool = True
 ) -> list[tuple[int, int, int, str]] | None:
     # ``text`` starts with a line feed; ``levels`` of markdown-it's nesting
     # enclose it (a blockquote is one, a list and its item two).
@@ -236,7 +236,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                     or previous == before + 1  # the pattern matched it: no plain line
                     or not _plain_title(title)
                     or not (before == settled or _blank_before(text, before + 1))
-                    or may_reference(title, labels)
+                    or labels.may_reference(title)
                 ):
                     return None
                 found.append((line - 1, line, 1 if under[0] == "=" else 2, title.strip(TRIM)))
@@ -258,7 +258,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             fence_end = end
             continue
         content = _content(rest or "")
-        if may_reference(content, labels):
+        if labels.may_reference(content):
             return None  # what a link in it means depends on a definition
         found.append((line, line, len(atx), content))
         settled = end
@@ -303,7 +303,7 @@ def _block(
     kind: str,
     *,
     after_blank: bool,
-    labels: frozenset[str] | None,
+    labels: Labels,
     levels: int,
 ) -> tuple[int, list[tuple[int, int, int, str]], bool] | None:
     """Where the HTML block or blockquote at ``start`` ends, the headings of
