@@ -261,12 +261,13 @@ def test_records_sharing_sources_share_one_cache(cli, repo: Repo) -> None:
     assert ("bytes", roadmap) in cache
     assert ("headings", roadmap) in cache
     assert ("parsed", roadmap) in cache
-    assert ("heading-lines", roadmap) in cache
-    # Of what P-2's replay needs alone, eight entries were there already (the
+    # Shorter than the heading limit, it was never searched for heading lines.
+    assert ("heading-lines", roadmap) not in cache
+    # Of what P-2's replay needs alone, seven entries were there already (the
     # policy's bytes and parse, notes.md's bytes and excerpt, the roadmap's bytes,
-    # heading lines, parsed headings and heading tree); only its packet, context
-    # and section were added.
-    assert len(cache) == after_p1 + len(alone) - 8
+    # parsed headings and heading tree); only its packet, context and section
+    # were added.
+    assert len(cache) == after_p1 + len(alone) - 7
     # A cached replay and an uncached one agree, drift included.
     forged = read_capsule(forge_target(capsules[1].data))
     cached = replay_capsule(git_repo, forged, cache=cache)

@@ -14,7 +14,13 @@ import pygit2
 
 from governance.authoring.terms import TermCounter, content_terms, normalise, tokens
 from governance.core.capsule import PACKETS_DIR
-from governance.core.headings import Heading, heading_lines, parse_headings, split_lines
+from governance.core.headings import (
+    Heading,
+    heading_lines,
+    line_count,
+    parse_headings,
+    split_lines,
+)
 from governance.core.pathspecs import Pathspecs, Place
 from governance.core.policy import DEFAULT_MAX_HEADING_COUNT
 from governance.core.snapshot import MODE_TREE, Snapshot
@@ -268,7 +274,11 @@ def scan(
         try:
             source = snapshot.source(path)
             data = snapshot.read(source)
-            if heading_lines(data, most=bounds.file_headings + 1) > bounds.file_headings:
+            # No file has more lines that may be headings than lines.
+            if (
+                line_count(data) > bounds.file_headings
+                and heading_lines(data, most=bounds.file_headings + 1) > bounds.file_headings
+            ):
                 corpus.skipped["too_many_headings"] += 1
                 continue
             _file_docs(path, source.blob_id, data, counter=counter, corpus=corpus)

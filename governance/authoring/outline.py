@@ -18,7 +18,7 @@ from governance.core.excerpt import (
     refuse_heading_count,
     section_excerpt,
 )
-from governance.core.headings import heading_lines, split_lines
+from governance.core.headings import heading_lines, line_count, split_lines
 from governance.core.locator import parse_locator
 from governance.core.policy import heading_limits
 from governance.core.repository import Source
@@ -153,7 +153,8 @@ def _outline(snapshot: Snapshot, path: str) -> tuple[Outline, Tree, Source, Pars
     snapshot.check_worktree(source)
     data = snapshot.read(source)
     # Before the parse: what follows it grows with the headings.
-    refuse_heading_count(path, path, heading_lines(data), limits.headings, snapshot.where)
+    if line_count(data) > limits.headings:  # else no more lines that may be headings
+        refuse_heading_count(path, path, heading_lines(data), limits.headings, snapshot.where)
     parsed = parse_source(data, locator=path)
     lines, tree = parsed.lines, parsed.tree
     # Byte offset of the start of each line, and of the end of the last one.

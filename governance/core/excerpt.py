@@ -118,9 +118,10 @@ def check_heading_count(snapshot: Snapshot, selector: Selector, source: Source, 
     selectors and their errors grow with the headings."""
     if selector.slug is None:
         return
-    count = snapshot.memo(
-        "heading-lines", source, lambda: heading_lines(snapshot.read(source)), weight=lambda _: 64
-    )
+    data = snapshot.read(source)
+    if line_count(data) <= limit:
+        return  # no more lines that may be headings than lines: not searched
+    count = snapshot.memo("heading-lines", source, lambda: heading_lines(data), weight=lambda _: 64)
     refuse_heading_count(selector.locator, selector.path, count, limit, snapshot.where)
 
 
