@@ -67,6 +67,32 @@ def test_the_term_counter_counts_what_tokenising_every_word_does(text: str, goal
     assert TermCounter(terms).count(folded) == _naive(terms, folded)
 
 
+@settings(max_examples=400)
+@given(
+    st.lists(st.lists(_PIECES, max_size=12).map("".join), max_size=6),
+    st.sets(st.lists(_PIECES, min_size=1, max_size=3).map("".join), max_size=4),
+)
+def test_running_counts_over_blocks_are_each_blocks_counts_summed(
+    texts: list[str], goal: set[str]
+) -> None:
+    # Blocks as the corpus makes them: whole lines, so no word spans two.
+    blocks = [normalise(text) + "\n" for text in texts]
+    terms = {stem(word) for part in goal for word in runs(normalise(part))}
+    running = TermCounter(terms).running(blocks)
+    assert set(running) == terms
+    for term in terms:
+        expected = [0]
+        for block in blocks:
+            expected.append(expected[-1] + _naive({term}, block)[term])
+        assert running[term] == expected, term
+
+
+def test_a_word_is_counted_once_where_one_probe_holds_another() -> None:
+    # "nod" and "node" both find "nodes": it is counted under its own stem only.
+    blocks = ["nodes nod\n", "node\n"]
+    assert TermCounter({"nod", "node"}).running(blocks) == {"nod": [0, 1, 1], "node": [0, 1, 2]}
+
+
 def test_the_term_counter_skips_words_of_no_term_and_counts_every_form() -> None:
     counter = TermCounter({"drop", "polici"})
     text = normalise("Dropped drops; a dropdown, policy POLICIES airdrop.")

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import accumulate
 
 from governance.authoring import terms_table
 from governance.core import slug_table
@@ -67,6 +69,8 @@ RUN_CHECK = re.compile(f"{LETTER}+")
 # it; what they find above it is sorted out by the exact pattern (rare text).
 _ASTRAL = "\U00010000-\U0010ffff"
 _BMP_LETTER = f"[{_class(*_WORD, below=0x10000)}]"
+_BMP_ONE = re.compile(_BMP_LETTER)
+_BMP_RUN = re.compile(f"{_BMP_LETTER}+")
 _RUN_FAST = re.compile(f"[{_class(*_WORD, below=0x10000)}{_ASTRAL}]+")
 _HAS_ASTRAL = re.compile(f"[{_ASTRAL}]")
 _UNASSIGNED_FAST = re.compile(f"[{_class(*_NEW, below=0x10000)}{_ASTRAL}]")
@@ -178,3 +182,29 @@ class TermCounter:
             if term in counts:
                 counts[term] += times
         return counts
+
+    def running(self, blocks: list[str]) -> dict[str, list[int]]:
+        """Each term's running count over ``blocks`` (normalised; no word runs
+        from one into the next): item k is its count in the first k, so blocks
+        a to b - 1 hold item b less item a. Each probe is searched for in the
+        blocks joined (a string search, faster than any pattern); where one
+        starts a word, the word is stemmed and counted in its block, found by
+        its place, under the term whose probe found it (so once)."""
+        joined = "".join(blocks)
+        per_block = {term: [0] * len(blocks) for term in self.terms}
+        if not joined.isascii() and _HAS_ASTRAL.search(joined):
+            for index, block in enumerate(blocks):
+                for term, times in self.count(block).items():
+                    per_block[term][index] = times
+        else:
+            ends = list(accumulate(map(len, blocks)))
+            for found in self._probes:
+                at = joined.find(found)
+                while at >= 0:
+                    if at == 0 or _BMP_ONE.match(joined, at - 1) is None:
+                        word = _BMP_RUN.match(joined, at)
+                        term = stem(word.group()) if word is not None else ""
+                        if term in per_block and probe(term) == found:
+                            per_block[term][bisect_right(ends, at)] += 1
+                    at = joined.find(found, at + 1)
+        return {term: [0, *accumulate(counts)] for term, counts in per_block.items()}
