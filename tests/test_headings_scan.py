@@ -121,6 +121,13 @@ DIVERGENCES = {
     "fence_as_table_header": ("``` | x\n--- | ---\n# h\n```\n", ["h"]),
     "setext_underline_indented_in_list_item": ("- a\n     ---\n", ["a"]),
     "setext_underline_after_tab_in_list_item": ("- a\n\t---\n", ["a"]),
+    # The item continues lazily, so the scan did not bound it: "text" is its
+    # line, and the underline at column 0 a lazy one of its paragraph, no
+    # heading's (found by a random differential run).
+    "setext_underline_under_a_line_of_an_unbounded_item": (
+        "x\n- a\n  lazy\nb\n  # h\n  text\n===\n",
+        ["h"],
+    ),
     # A lone '-' matched the pattern as a setext underline: under no paragraph
     # it is an empty list item, and the line indented after it is its content.
     "empty_item_read_as_an_underline": ("- \n    # Title\n", ["Title"]),

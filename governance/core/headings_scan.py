@@ -21,7 +21,8 @@ while its lines are blank or indented to its content, until a line that
 starts another block; its content, that indentation taken off, is scanned as
 a document of its own, and one line of text followed by another item needs no
 more. A setext heading is settled when its text is one plain line after a
-blank line or a settled block.
+blank line or a settled block, and no list item the scan did not bound may
+hold it.
 
 What it declines, or leaves to the older rules (which then decline what may be
 in a list item): CR or NUL (markdown-it rewrites them); a line of a list item
@@ -233,6 +234,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                 title = text[before + 1 : start - 1]
                 if (
                     inset
+                    or loose  # its line may be a list item's, the underline a lazy line
                     or previous == before + 1  # the pattern matched it: no plain line
                     or not _plain_title(title)
                     or not (before == settled or _blank_before(text, before + 1))
