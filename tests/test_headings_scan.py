@@ -46,6 +46,9 @@ BODIES = [
     "<search>", "<source>", "</DIV>", "<http://x>", "<div|x>", "<", ">", ">>", "> > # q",
     ">\t# t", ">  # two", "[a]: /u", "[A  b]: /u", "# [a]", "# [a b]", "# [x][a]", "# [\u1e9e]",
     "[\u1e9e]: /u", "[ss]: /u", "[a", "b]: /u", "# x \\[a\\]", "# [a\\]b]", "Title", "===",
+    "# [a](/x)", "# ![a](b.png)", "# [a](javascript:x)", "# [a](DATA:x)", "# [[a]](/x)",
+    "# [a](/x y)", "# [a](b)(c)", "# [a](<b>)", "# [a](`b)`", "# [a]()", "# `[a]`",
+    "# `[a]` [a]", "# [`a`]", "# ``[a]` ``", "# `` `[a]``", "# <b>`</b>[a]`",
     "text", "text", "text", "more *text*", "", "", "", "  ", "Caf\u00e9 \u65e5\u672c",
 ]  # fmt: skip
 NESTED = ["- - - - - - - - - a", "- - - - - - - - - - a", " " * 16 + "- a", " " * 18 + "- a"]
@@ -340,6 +343,48 @@ def test_a_long_run_of_list_markers_is_declined_in_bounded_memory(marker: str) -
         [sys.executable, "-c", probe], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert done.stdout.split() == ["None"], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("heading", "answers"),
+    [
+        # An inline link's text is its own, defined label or not.
+        ("# Rust RFCs - [RFC Book](https://x.io/) - [Active RFC List](https://y.rs/)", True),
+        ("# See ![Active RFC List](list.png)", True),
+        # Where markdown-it may read the label as a reference after all: a
+        # destination validateLink refuses, one it may not parse, a nested label.
+        ("# See [Active RFC List](javascript:go)", False),
+        ("# See [Active RFC List](Data:x)", False),
+        ("# See [Active RFC List](a b)", False),
+        ("# See [Active RFC List](<a>)", False),
+        ("# See [[Active RFC List]](/a)", False),
+        ("# See [Active RFC List]", False),
+    ],
+)
+def test_an_inline_link_s_label_is_no_reference(heading: str, answers: bool) -> None:
+    text = f"{heading}\n\nbody\n\n[Active RFC List]: ../README.md#active-rfc-list\n"
+    assert (scanned(text) is not None) is answers
+    assert parse_headings(text) == _parse_fully(text)
+
+
+@pytest.mark.parametrize(
+    ("heading", "answers"),
+    [
+        ("### Impact on `[replace]`", True),
+        ("### Impact on ``[replace]` `` and `` `[replace]``", True),
+        # A bracket outside the code may still open a link.
+        ("### Impact on `x` [replace]", False),
+        ("### Impact on [replace] `x`", False),
+        # Its label holds the backticks: not the label defined.
+        ("### Impact on [`replace`]", True),
+        # Before a backtick, a tag or an escape may come first: not judged.
+        ("### Impact on <b>`</b>[replace]`", False),
+    ],
+)
+def test_brackets_in_code_spans_open_no_link(heading: str, answers: bool) -> None:
+    text = f"{heading}\n\n```toml\n[replace]\n```\n\n[replace]: https://x\n"
+    assert (scanned(text) is not None) is answers
+    assert parse_headings(text) == _parse_fully(text)
 
 
 @pytest.mark.parametrize(

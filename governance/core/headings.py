@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from governance.core.headings_labels import code_spans
 from governance.core.headings_scan import scan_headings
 from governance.core.slug import github_slug
 
@@ -48,7 +49,6 @@ _MARKUP = re.compile(r"[\\`*_~\[\]!<&\n\r\x00]")
 # The same but the backtick: text where it finds nothing has no markup but
 # code spans, which _code_spans renders without markdown-it.
 _MARKUP_BUT_CODE = re.compile(r"[\\*_~\[\]!<&\n\r\x00]")
-_BACKTICKS = re.compile(r"`+")
 # A line that could be a heading's: after indentation, blockquote markers and
 # list markers, an ATX opening (1 to 6 '#' then a space, a tab or the line's
 # end); or, after indentation and blockquote markers, a setext underline (a
@@ -270,32 +270,17 @@ def _heading(line: int, end_line: int, level: int, content: str, env: dict[str, 
 
 def _code_spans(content: str) -> str:
     """The rendered text of ``content`` whose only markup is backticks, as
-    markdown-it's inline rule reads them (a test holds the two equal): a run
-    of backticks opens a code span closed by the next run of the same
-    length, whose text is the code, less one space at each end where both
-    ends have one and it is not all spaces; a run with no such closer is
-    text. Renders most marked-up headings without importing markdown-it."""
-    runs = [(found.start(), found.end()) for found in _BACKTICKS.finditer(content)]
-    # The index of the next run of the same length after each run, or None.
-    closer: list[int | None] = [None] * len(runs)
-    last: dict[int, int] = {}
-    for index in range(len(runs) - 1, -1, -1):
-        width = runs[index][1] - runs[index][0]
-        closer[index] = last.get(width)
-        last[width] = index
+    markdown-it's inline rule reads them (a test holds the two equal): each
+    code span's text is its code, less one space at each end where both ends
+    have one and it is not all spaces; the rest is text. Renders most
+    marked-up headings without importing markdown-it."""
     parts: list[str] = []
     copied = 0  # the content is copied as text up to here
-    index = 0
-    while index < len(runs):
-        close = closer[index]
-        if close is None:
-            index += 1  # no closer: the backticks are text
-            continue
-        code = content[runs[index][1] : runs[close][0]]
+    for opens, code_start, code_end, closed in code_spans(content):
+        code = content[code_start:code_end]
         if code.startswith(" ") and code.endswith(" ") and code.strip(" "):
             code = code[1:-1]
-        parts += (content[copied : runs[index][0]], code)
-        copied = runs[close][1]
-        index = close + 1
+        parts += (content[copied:opens], code)
+        copied = closed
     parts.append(content[copied:])
     return "".join(parts)

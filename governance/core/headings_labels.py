@@ -2,8 +2,11 @@
 the heading scan (core/headings_scan.py) before it takes a heading as
 markdown-it would: every label a document could define, and whether a
 heading's brackets could name one (its text would then depend on the
-definition, so the scan declines). Coarser than markdown-it, never finer:
-where it may differ, it says "may"."""
+definition, so the scan declines). A label followed by an inline link's
+destination names no definition (markdown-it reads it as a reference only
+when the destination does not parse or validateLink refuses it), nor do
+brackets inside code spans. Coarser than markdown-it, never finer: where it
+may differ, it says "may"."""
 
 from __future__ import annotations
 
@@ -14,8 +17,13 @@ import re
 # repeated group would keep state per repetition) is '[', and a ']:' closes
 # its label (no unescaped '[' in it; it may span lines).
 _DEFINITION = re.compile(r"\n[ \t>0-9.)*+-]*\[(?P<label>(?:[^\[\]\\]|\\[\s\S])*)\]:")
-# Innermost brackets of a heading: a label a link of it could name.
-_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+# Innermost brackets of a heading: a label a link of it could name, and
+# what follows them where that is an inline link's "(destination)" of URL
+# characters but parentheses, brackets, quotes and backslashes.
+_BRACKETS = re.compile(r"\[([^\[\]]*)\](\([A-Za-z0-9._~:/?#@!$&*+,;=%-]+\))?")
+# A destination markdown-it's validateLink refuses (checked lower-cased): an
+# inline link with one falls back to the label as a reference.
+_REFUSED = re.compile(r"\((?:vbscript|javascript|file|data):")
 # markdown-it-py's trim set (common.utils.MD_TRIM_CHARS): CommonMark's Unicode
 # whitespace (Zs, tab, LF, FF, CR) and VT, U+2028, U+2029. A test compares them.
 TRIM = (
@@ -68,10 +76,61 @@ def _keys(label: str) -> set[str]:
     return {plain.lower().upper(), plain.casefold()}
 
 
+_BACKTICKS = re.compile(r"`+")
+
+
+def code_spans(content: str) -> list[tuple[int, int, int, int]]:
+    """The code spans of ``content`` as markdown-it's inline rule pairs
+    backticks where nothing else comes first (no backslash, no ``<``): a run
+    opens a span closed by the next run of the same length; a run with no
+    such closer is text. Each as (its start, its code's start and end, its
+    end)."""
+    runs = [(found.start(), found.end()) for found in _BACKTICKS.finditer(content)]
+    # The index of the next run of the same length after each run, or None.
+    closer: list[int | None] = [None] * len(runs)
+    last: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        width = runs[index][1] - runs[index][0]
+        closer[index] = last.get(width)
+        last[width] = index
+    spans = []
+    index = 0
+    while index < len(runs):
+        close = closer[index]
+        if close is None:
+            index += 1  # no closer: the backticks are text
+            continue
+        spans.append((runs[index][0], runs[index][1], runs[close][0], runs[close][1]))
+        index = close + 1
+    return spans
+
+
 def may_reference(content: str, labels: frozenset[str] | None) -> bool:
     # Could a link of this heading name a defined label (so its text depend on it)?
     if "[" not in content or labels == frozenset():
         return False
-    if labels is None or "\\" in content:
+    if "\\" in content:
         return True
-    return any(_keys(inner) & labels for inner in _BRACKETS.findall(content))
+    if "<" not in content and "[" not in _outside_code(content):
+        return False  # every bracket is code: no link can open
+    if labels is None:
+        return True
+    # An inline link's text is its own whatever is defined: markdown-it reads
+    # the label as a reference only when what follows it is no destination.
+    return any(
+        _keys(inner) & labels
+        for inner, inline in _BRACKETS.findall(content)
+        if not inline or _REFUSED.match(inline.lower())
+    )
+
+
+def _outside_code(content: str) -> str:
+    # The content less its code spans (backslashes and "<" ruled out first:
+    # an escape or an autolink, a tag, could come before a backtick).
+    parts = []
+    copied = 0
+    for opens, _, _, closed in code_spans(content):
+        parts.append(content[copied:opens])
+        copied = closed
+    parts.append(content[copied:])
+    return "".join(parts)

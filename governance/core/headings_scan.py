@@ -39,7 +39,8 @@ deep (markdown-it stops at 20 levels, two per list, one per blockquote, and
 drops the rest of the text); a setext underline under any other line; a heading
 or fence line holding ``|`` above a line that could be a table's delimiter row;
 a heading with a bracket whose text a link reference definition of the text
-could name (the link's text would depend on it).
+could name (the link's text would depend on it), but an inline link's and
+one in a code span (headings_labels).
 
 tests/test_headings_scan.py compares it with the full parse on generated
 documents, this repository's Markdown and the vendored RFCs;
