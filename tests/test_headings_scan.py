@@ -388,6 +388,30 @@ def test_brackets_in_code_spans_open_no_link(heading: str, answers: bool) -> Non
 
 
 @pytest.mark.parametrize(
+    ("between", "answers"),
+    [
+        # A heading, a fence or a block at column 0 or 1 ends every list: an
+        # indented line after it is the top level's (indented code) again.
+        ("# Next\n", True),
+        ("```\ncode\n```\n", True),
+        ("<div>\nx\n</div>\n", True),
+        ("> quote\n", True),
+        # Text at column 0 may continue the item's paragraph lazily; a heading
+        # at column 2 may be the item's: neither ends the list for sure.
+        ("plain text\n", False),
+        ("  # In the item\n", False),
+    ],
+)
+def test_a_block_at_column_0_ends_a_list_the_scan_did_not_bound(
+    between: str, answers: bool
+) -> None:
+    # The first item continues lazily: the scan cannot bound it.
+    text = f"- item\nlazy line\n\n{between}\n    <div>\n"
+    assert (scanned(text) is not None) is answers
+    assert parse_headings(text) == _parse_fully(text)
+
+
+@pytest.mark.parametrize(
     ("text", "answers"),
     [
         # The definition comes after the heading: the labels are searched

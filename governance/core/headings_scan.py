@@ -20,9 +20,10 @@ changes no heading and no end). A list item
 while its lines are blank or indented to its content, until a line that
 starts another block; its content, that indentation taken off, is scanned as
 a document of its own, and one line of text followed by another item needs no
-more. A setext heading is settled when its text is one plain line after a
-blank line or a settled block, and no list item the scan did not bound may
-hold it.
+more. A heading, a fence or a block (no paragraph's line) at column 0 or 1
+ends every list, so what follows is at the top level again. A setext heading
+is settled when its text is one plain line after a blank line or a settled
+block, and no list item the scan did not bound may hold it.
 
 What it declines, or leaves to the older rules (which then decline what may be
 in a list item): CR or NUL (markdown-it rewrites them); a line of a list item
@@ -224,6 +225,9 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             found += _shifted(inner, line)
             if settles:
                 settled = end
+                # At column 0 or 1, a block (no paragraph's line) has ended
+                # every list: what follows is at the top level again.
+                loose = loose and len(indent) > 1
             match = search(text, end)
             continue
         match = search(text, end)
@@ -259,12 +263,14 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             fence = marker
             fence_indent = len(indent)
             fence_end = end
+            loose = loose and fence_indent > 1  # as a block at column 0 or 1 does
             continue
         content = _content(rest or "")
         if labels.may_reference(content):
             return None  # what a link in it means depends on a definition
         found.append((line, line, len(atx), content))
         settled = end
+        loose = loose and len(indent) > 1  # as a block at column 0 or 1 does
     if fence is not None and fence_indent >= 2 and _SHORT[fence_indent].search(text, fence_end):
         return None
     return found
