@@ -163,6 +163,38 @@ def test_deep_lists(depth: int, form: str) -> None:
     assert parse_headings(text) == _parse_fully(text)
 
 
+_DEEP_LINES = "".join("  " * i + "- x\n" for i in range(12))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # YAML in a fence of a list item, as design documents hold it.
+        "- item:\n\n  ```yaml\n"
+        + "".join("  " + line + "\n" for line in _DEEP_LINES.split("\n")[:-1])
+        + "  ```\n\n# After\n",
+        # Indented code at the top level, and an HTML block.
+        "Text\n\n"
+        + "".join("    " + line + "\n" for line in _DEEP_LINES.split("\n")[:-1])
+        + "\n# After\n",
+        "<div>\n" + _DEEP_LINES + "</div>\n\n# After\n",
+    ],
+    ids=["fence_in_item", "indented_code", "html_block"],
+)
+def test_deep_list_lines_where_no_list_nests_are_no_list(text: str) -> None:
+    # The nesting is judged where lists nest, not on every line: these answer.
+    assert scanned(text) is not None
+    assert parse_headings(text) == _parse_fully(text)
+
+
+def test_a_deep_list_in_an_item_the_scan_did_not_bound_is_declined() -> None:
+    # The item continues lazily, so its lines are judged as they stand; the
+    # innermost is 10 lists deep, where markdown-it drops the rest.
+    text = "- a\nlazy\n" + "".join("  " * i + "- x\n" for i in range(1, 12)) + "\n# After\n"
+    assert scanned(text) is None
+    assert parse_headings(text) == _parse_fully(text)
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -62,14 +62,11 @@ _MARKER = r"(?:[-+*]|[0-9]{1,9}[.)])"
 # markdown-it's nesting limit is 20 levels and each list adds two: a list
 # item at depth 10 drops the rest of the document. Declined from depth 9.
 _DEEPEST = 9
-# A list marker after 4 or more characters of indentation, or the third marker
-# of a line: the only lines where a list can be nested deeply. At most
-# _DEEPEST markers are counted before the last (enough to decline): a repeated
-# group keeps state per repetition, over a GiB for one line of a million.
-_NESTED = re.compile(
-    rf"\n(?=[ \t]{{4}}|[ \t]{{0,3}}(?:{_MARKER}[ \t]+){{2}}{_MARKER}(?:[ \t\n]|$))"
-    rf"(?P<indent>[ \t]*)(?P<chain>(?:{_MARKER}[ \t]+){{0,{_DEEPEST}}}){_MARKER}(?=[ \t\n]|$)"
-)
+# The list markers that open a line (after its indentation), each followed by
+# a space or a tab: a list nested in each but the last. At most _DEEPEST + 1
+# are counted (enough to decline): a repeated group keeps state per
+# repetition, over a GiB for one line of a million.
+_CHAIN = re.compile(rf"(?:{_MARKER}[ \t]+){{1,{_DEEPEST + 1}}}")
 _MARKERS = re.compile(_MARKER + r"[ \t]")
 _LINE = re.compile(
     r"\n(?P<indent>[ \t]*)(?:(?:"
@@ -99,25 +96,17 @@ def scan_headings(text: str) -> list[tuple[int, int, int, str]] | None:
     if "\r" in text or "\x00" in text:
         return None
     text = "\n" + text
-    return _scan(text, Labels(text), 0)
+    try:
+        return _scan(text, Labels(text), 0)
+    except _TooDeep:
+        return None
 
 
 def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to split next)
-    text: str, labels: Labels, levels: int, *, nesting: bool = True
+    text: str, labels: Labels, levels: int
 ) -> list[tuple[int, int, int, str]] | None:
     # ``text`` starts with a line feed; ``levels`` of markdown-it's nesting
     # enclose it (a blockquote is one, a list and its item two).
-    # The nesting of lists, judged from the indentation of each line: an
-    # item's content, with its indentation taken off, is judged already
-    # (each item took 2 columns or more and adds 2 levels), a quote's not.
-    for nested in _NESTED.finditer(text) if nesting else ():
-        indent = nested.group("indent")
-        columns = len(indent) + 3 * indent.count("\t")  # a tab is at most 4 columns
-        # Each list nested in another starts at least 2 columns further right,
-        # or is a further marker on the same line.
-        depth = columns // 2 + len(_MARKERS.findall(nested.group("chain"))) + 1
-        if 2 * depth + levels >= 2 * _DEEPEST:
-            return None
     found: list[tuple[int, int, int, str]] = []
     line = 0  # the prepended line feed
     at = 0
@@ -161,6 +150,14 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             settled = end
             match = search(text, end)
             continue
+        if (
+            (item is not None or under == "-")
+            and (loose or not inset)
+            and _too_deep(text, start, indent, levels)
+        ):
+            # A list that may be nested past markdown-it's limit: the whole
+            # document is declined (an item that holds it is no text).
+            raise _TooDeep
         if item is not None:
             inner = listed = None
             after = start - 1 == settled or _blank_before(text, start)
@@ -186,11 +183,9 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                 or is_rule(text[start + len(indent) : line_end])
                 or (not after and _cannot_interrupt(text, start + len(indent), item))
             ):
-                if levels + 2 >= 2 * _DEEPEST:
-                    return None
                 listed = item_lines(text, start + len(indent), len(indent))
                 if listed is not None:
-                    inner = _scan("\n" + "\n".join(listed[0]), labels, levels + 2, nesting=False)
+                    inner = _scan("\n" + "\n".join(listed[0]), labels, levels + 2)
             if listed is None or inner is None:
                 # Indented text, a thematic break, a paragraph's text, or an
                 # item the scan cannot bound: scanned as text, as if no list
@@ -274,6 +269,25 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
     if fence is not None and fence_indent >= 2 and _SHORT[fence_indent].search(text, fence_end):
         return None
     return found
+
+
+class _TooDeep(Exception):
+    """A list nested past the depth declined, anywhere in the document."""
+
+
+def _too_deep(text: str, start: int, indent: str, levels: int) -> bool:
+    """Whether the list marker's line at ``start``, inside ``levels`` of
+    nesting, may be a list nested past the depth declined, judged from its
+    indentation (each list nested in another starts at least 2 columns
+    further right) and the markers that open it. Asked of the lines the scan
+    meets outside fences and HTML blocks, which nest lists only at the top
+    level (a line indented 4 or more there is code or a paragraph's) or in
+    an item the scan did not bound; the content of one it bounded, or of a
+    quote, is scanned on its own, with the levels that enclose it."""
+    columns = len(indent) + 3 * indent.count("\t")  # a tab is at most 4 columns
+    chain = _CHAIN.match(text, start + len(indent))
+    markers = len(_MARKERS.findall(chain.group())) if chain is not None else 1
+    return 2 * (columns // 2 + markers) + levels >= 2 * _DEEPEST
 
 
 def _plain_title(line: str) -> bool:
