@@ -213,12 +213,16 @@ def test_a_deep_list_in_an_item_the_scan_did_not_bound_is_declined() -> None:
         "para\n2. a\n\n  > # q\n",
         "para\n2. a\n\n    # x\n",
         "- a\nlazy\n    # x\n",
-        "# [ref][r]\n\n[r]: /u\n",
+        # Definitions where the scan proves none: after a paragraph's line
+        # (its text, lazily) or a tag, in a fence (coarsely), under a marker.
+        "# [ref][r]\n\ntext\n[r]: /u\n",
+        "# [ref][r]\n\n```\n[r]: /u\n```\n",
         "# [A]\n\n> [a]: /u\n",
         "a\r\n# b\r\n",
         "x\x00\n# y\n",
         "# [a]\n\n- [a]: /u\n",
-        "# [a]\n\n  [a]: /u\n",
+        "# [a]\n\n  - [a]: /u\n",
+        "# [a]\n\n[a]: javascript:x\n",
         "- a\n\n    ```\n  # in the fence\n",
     ],
 )
@@ -325,8 +329,9 @@ def test_the_line_pattern_has_the_groups_the_scan_unpacks() -> None:
         ("under", 6),
         ("block", 7),
         ("item", 8),
+        ("ref", 9),
     ]
-    assert _LINE.groups == 8
+    assert _LINE.groups == 9
 
 
 def test_trim_is_markdown_its() -> None:
@@ -394,7 +399,8 @@ def test_a_long_run_of_list_markers_is_declined_in_bounded_memory(marker: str) -
     ],
 )
 def test_an_inline_link_s_label_is_no_reference(heading: str, answers: bool) -> None:
-    text = f"{heading}\n\nbody\n\n[Active RFC List]: ../README.md#active-rfc-list\n"
+    # Defined in a quote, where the scan proves no definition.
+    text = f"{heading}\n\nbody\n\n> [Active RFC List]: ../README.md#active-rfc-list\n"
     assert (scanned(text) is not None) is answers
     assert parse_headings(text) == _parse_fully(text)
 
@@ -414,7 +420,7 @@ def test_an_inline_link_s_label_is_no_reference(heading: str, answers: bool) -> 
     ],
 )
 def test_brackets_in_code_spans_open_no_link(heading: str, answers: bool) -> None:
-    text = f"{heading}\n\n```toml\n[replace]\n```\n\n[replace]: https://x\n"
+    text = f"{heading}\n\n```toml\n[replace]\n```\n\n> [replace]: https://x\n"
     assert (scanned(text) is not None) is answers
     assert parse_headings(text) == _parse_fully(text)
 
@@ -444,11 +450,36 @@ def test_a_block_at_column_0_ends_a_list_the_scan_did_not_bound(
 
 
 @pytest.mark.parametrize(
+    ("text", "rendered"),
+    [
+        ("# See [a]\n\n[a]: /x\n", "See a"),
+        ("# See [a][b] and [c]\n\n[b]: /x\n   [c]: https://c.example/c?d=1\n", "See a and c"),
+        ("# See [a]\n\n[a]: /x\n'a title'\n", "See a"),
+        ("# The [`try!`] macro\n\n[`try!`]: https://doc.rs/try.html\n", "The try! macro"),
+        # Defined after the heading, at the end, as design documents do.
+        ("# One [A B]\n\ntext\n\n## Two\n\n[a  b]: /x\n[other]: /y\n", "One A B"),
+    ],
+)  # fmt: skip
+def test_a_heading_links_to_a_definition_the_scan_proved(text: str, rendered: str) -> None:
+    assert scanned(text) is not None
+    headings = parse_headings(text)
+    assert headings == _parse_fully(text)
+    assert headings[0].text == rendered
+
+
+def test_a_definition_s_title_on_the_next_line_underlines_nothing() -> None:
+    # markdown-it takes "foo" for the title: the underline is a paragraph's.
+    text = '[a]: /x\n"foo"\n===\n\n# See [a]\n'
+    assert parse_headings(text) == _parse_fully(text)
+    assert [h.text for h in parse_headings(text)] == ["See a"]
+
+
+@pytest.mark.parametrize(
     ("text", "answers"),
     [
         # The definition comes after the heading: the labels are searched
         # when the heading asks, in the whole text all the same.
-        ("# Intro\n\ntext\n\n## Drawbacks [optional]\n\n[optional]: https://x\n", False),
+        ("# Intro\n\ntext\n\n## Drawbacks [optional]\n\n> [optional]: https://x\n", False),
         ("# Intro\n\n## Drawbacks [optional]\n\n[other]: https://x\n", True),
         ("# Intro\n\n## Plain\n\n[optional]: https://x\n", True),
     ],

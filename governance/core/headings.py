@@ -13,7 +13,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from governance.core.headings_labels import code_spans
-from governance.core.headings_scan import scan_headings
+from governance.core.headings_scan import scan_document
 from governance.core.slug import github_slug
 
 if TYPE_CHECKING:
@@ -197,10 +197,28 @@ def parse_headings(text: str) -> list[Heading]:
     text = _blank_front_matter(text)
     # Most files are plain enough for a line scan to find exactly the headings
     # the full parse would (headings_scan says why); the rest are parsed.
-    scanned = scan_headings(text)
+    scanned = scan_document(text)
     if scanned is None:
         return _markdown_it_headings(text)
-    return [_scanned(line, end, level, content) for line, end, level, content in scanned]
+    found, defined = scanned
+    env = _references(defined) if defined and any("[" in h[3] for h in found) else None
+    return [
+        _heading(line, end, level, content, env)
+        if env is not None and "[" in content
+        else _scanned(line, end, level, content)
+        for line, end, level, content in found
+    ]
+
+
+def _references(labels: tuple[str, ...]) -> dict[str, Any]:
+    # An env as markdown-it's block pass leaves it, for the labels the scan
+    # proved defined: a link's text is its own, whatever its destination.
+    from markdown_it.common.utils import normalizeReference  # noqa: PLC0415 (defers markdown-it-py)
+
+    defined = {
+        normalizeReference(label): {"href": "", "title": "", "map": None} for label in labels
+    }
+    return {"references": defined}
 
 
 # The last heading scanned with each source text: with no link references (a

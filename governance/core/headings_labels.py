@@ -5,8 +5,10 @@ heading's brackets could name one (its text would then depend on the
 definition, so the scan declines). A label followed by an inline link's
 destination names no definition (markdown-it reads it as a reference only
 when the destination does not parse or validateLink refuses it), nor do
-brackets inside code spans. Coarser than markdown-it, never finer: where it
-may differ, it says "may"."""
+brackets inside code spans. Where the scan proved every definition a
+heading's label could name (headings_scan), the heading is settled all the
+same: a link's text is its own, whatever its destination. Coarser than
+markdown-it, never finer: where it may differ, it says "may"."""
 
 from __future__ import annotations
 
@@ -37,36 +39,91 @@ _SPACES = re.compile("[\\s" + re.escape(TRIM) + "]+")
 
 
 class Labels:
-    """The labels of a text, found when a heading with a bracket first asks
-    (most documents have none): one search of the text at most."""
+    """The labels a text could define, found when a heading with a bracket
+    first asks (most documents have none; one search of the text at most),
+    and the definitions the scan proved: a heading whose every label is
+    either defined by a proved definition or by no line at all is settled
+    (its text rendered with those definitions), any other is not."""
 
-    __slots__ = ("_found", "_searched", "_text")
+    __slots__ = ("_found", "_keys", "_searched", "_text", "proved")
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._found: frozenset[str] | None = None
+        # Where each line that could define a label starts (its line feed),
+        # with the label; None when one spans lines.
+        self._found: list[tuple[int, str]] | None = None
         self._searched = False
+        self._keys: frozenset[str] | None = None
+        # The definitions the scan proved, by the line feed before each.
+        self.proved: dict[int, str] = {}
+
+    def _definitions(self) -> list[tuple[int, str]] | None:
+        if not self._searched:
+            self._found = definitions(self._text)
+            self._searched = True
+        return self._found
 
     def may_reference(self, content: str) -> bool:
-        """may_reference(content, labels(text)), the labels found once."""
+        """Whether a link of this heading could name a label a line of the
+        text could define (the keys found once)."""
         if "[" not in content:
             return False
-        if not self._searched:
-            self._found = labels(self._text)
-            self._searched = True
-        return may_reference(content, self._found)
+        if self._keys is None:
+            found = self._definitions()
+            self._keys = (
+                None if found is None else frozenset(k for _, label in found for k in _keys(label))
+            )
+        return may_reference(content, self._keys)
+
+    def unsettled(self, content: str) -> bool:
+        """Whether a link of this heading could name a label that a line the
+        scan did not prove a definition could define."""
+        if "[" not in content:
+            return False
+        found = self._definitions()
+        if found is None:
+            return may_reference(content, None)
+        keys = frozenset(
+            key for at, label in found if at not in self.proved for key in _keys(label)
+        )
+        return may_reference(content, keys)
 
 
-def labels(text: str) -> frozenset[str] | None:
-    """The keys of every label the text could define a link reference for,
-    wherever it could, or None when one spans lines (its prefixes unknown)."""
-    keys: set[str] = set()
-    for found in _DEFINITION.finditer(text):
-        label = found.group("label")
+# A definition the scan proves, on a line that starts a block: markdown-it's
+# reference rule takes it whatever follows (a title on the next line or not).
+# The label holds a letter or digit and no bracket, backslash or '|' (which
+# could make the line a table's); the destination only URL characters.
+PROVABLE = re.compile(
+    r" {0,3}\[(?P<label>[^\[\]\\|\n]{1,999})\]:"
+    r"[ \t]*(?P<destination>[A-Za-z0-9._~:/?#@!$&*+,;=%-]+)[ \t]*"
+)
+
+
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
+def provable(line: str) -> str | None:
+    """The label of the definition ``line`` is, where it starts a block and
+    PROVABLE matches it whole and validateLink accepts its destination."""
+    found = PROVABLE.fullmatch(line)
+    if found is None or _ALNUM.search(found.group("label")) is None:
+        return None
+    if _REFUSED.match("(" + found.group("destination").lower()):
+        return None
+    return found.group("label")
+
+
+def definitions(text: str) -> list[tuple[int, str]] | None:
+    """Each line of the text that could define a label, wherever it could:
+    where it starts (its line feed) and the label; None when a label spans
+    lines (its prefixes unknown)."""
+    found = []
+    for match in _DEFINITION.finditer(text):
+        label = match.group("label")
         if "\n" in label:
             return None
-        keys |= _keys(label)
-    return frozenset(keys)
+        found.append((match.start(), label))
+    return found
 
 
 def _keys(label: str) -> set[str]:

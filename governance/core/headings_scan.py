@@ -40,8 +40,10 @@ deep (markdown-it stops at 20 levels, two per list, one per blockquote, and
 drops the rest of the text); a setext underline under any other line; a heading
 or fence line holding ``|`` above a line that could be a table's delimiter row;
 a heading with a bracket whose text a link reference definition of the text
-could name (the link's text would depend on it), but an inline link's and
-one in a code span (headings_labels).
+could name (the link's text would depend on it), but an inline link's, one in
+a code span, and one every such definition of which the scan proved: a line
+``[label]: destination`` at the top level where a block starts (its headings
+are then rendered with those labels defined; headings_labels).
 
 tests/test_headings_scan.py compares it with the full parse on generated
 documents, this repository's Markdown and the vendored RFCs;
@@ -53,7 +55,7 @@ from __future__ import annotations
 import re
 
 from governance.core.headings_blocks import html_end, html_kind, is_rule, item_lines, quote_lines
-from governance.core.headings_labels import TRIM, Labels
+from governance.core.headings_labels import TRIM, Labels, provable
 
 _MARKER = r"(?:[-+*]|[0-9]{1,9}[.)])"
 # Each pattern starts with a literal line feed (the text is searched with one
@@ -76,8 +78,12 @@ _LINE = re.compile(
     r")(?=\n|$)"
     # An HTML block, a blockquote or a list item, perhaps (headings_blocks).
     r"|(?P<block>[<>])"
-    rf"|(?P<item>{_MARKER})(?=[ \t\n]|$))"
+    rf"|(?P<item>{_MARKER})(?=[ \t\n]|$)"
+    # A link reference definition, perhaps (headings_labels).
+    r"|(?P<ref>\[))"
 )
+# The line after a definition may be its title.
+_TITLE_NEXT = re.compile(r"\n[ \t]*[\"'(]")
 # After a list marker: a heading, a fence, an HTML block or a blockquote,
 # perhaps, or a further marker opening one.
 _OPENS_BLOCK = re.compile(rf"(?:[ \t]+{_MARKER})*[ \t]+(?:[<>]|#|```|~~~)")
@@ -93,13 +99,26 @@ def scan_headings(text: str) -> list[tuple[int, int, int, str]] | None:
     """(line, level, source text) of each heading of ``text`` as the full parse
     finds them, or None when the scan declines. ``text`` is what markdown-it is
     given: without a BOM, its front matter blanked."""
+    scanned = scan_document(text)
+    return None if scanned is None else scanned[0]
+
+
+def scan_document(text: str) -> tuple[list[tuple[int, int, int, str]], tuple[str, ...]] | None:
+    """scan_headings's headings, and the labels of the definitions the scan
+    proved: a heading's text is its source rendered with them defined."""
     if "\r" in text or "\x00" in text:
         return None
     text = "\n" + text
+    labels = Labels(text)
     try:
-        return _scan(text, Labels(text), 0)
+        found = _scan(text, labels, 0)
     except _TooDeep:
         return None
+    # Every definition is known now: a heading whose link could name a label
+    # that a line not proved a definition may define is not settled.
+    if found is None or any(labels.unsettled(content) for *_, content in found):
+        return None
+    return found, tuple(labels.proved.values())
 
 
 def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to split next)
@@ -127,7 +146,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
         line += text.count("\n", at, start)
         at = start
         # Every group at once (the pattern's groups in order; a test checks it).
-        indent, atx, rest, marker, info, under, block, item = match.groups()
+        indent, atx, rest, marker, info, under, block, item, ref = match.groups()
         inset = len(indent) >= 4 or "\t" in indent
         end = match.end()
         if fence is not None:
@@ -148,6 +167,21 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                 return None  # a line that may have ended a list item holding the fence
             fence = None
             settled = end
+            match = search(text, end)
+            continue
+        if ref is not None:
+            # A definition the scan proves, at the top level where a block
+            # starts; any other line starting with a bracket is text.
+            line_end = _line_end(text, start)
+            if (
+                levels == 0
+                and not (inset or loose)
+                and (start - 1 == settled or _blank_before(text, start))
+                and (label := provable(text[start:line_end])) is not None
+            ):
+                labels.proved[start - 1] = label
+                if not _TITLE_NEXT.match(text, line_end):
+                    settled = line_end  # else its title may take the next line
             match = search(text, end)
             continue
         if (
@@ -238,7 +272,6 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                     or previous == before + 1  # the pattern matched it: no plain line
                     or not _plain_title(title)
                     or not (before == settled or _blank_before(text, before + 1))
-                    or labels.may_reference(title)
                 ):
                     return None
                 found.append((line - 1, line, 1 if under[0] == "=" else 2, title.strip(TRIM)))
@@ -261,8 +294,6 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             loose = loose and fence_indent > 1  # as a block at column 0 or 1 does
             continue
         content = _content(rest or "")
-        if labels.may_reference(content):
-            return None  # what a link in it means depends on a definition
         found.append((line, line, len(atx), content))
         settled = end
         loose = loose and len(indent) > 1  # as a block at column 0 or 1 does
@@ -349,7 +380,9 @@ def _block(
     if quoted is None:
         return None
     lines, end, lazy = quoted
-    if lazy is not None and _LINE.search("\n" + "\n".join(lines[lazy:])):
+    if lazy is not None and any(
+        opens.group("ref") is None for opens in _LINE.finditer("\n" + "\n".join(lines[lazy:]))
+    ):
         # Lazy lines are settled where nothing from the first one on could
         # be a heading or start a block. markdown-it continues an open
         # paragraph of the quote with each; or, at the first after any other
