@@ -213,10 +213,13 @@ def test_a_deep_list_in_an_item_the_scan_did_not_bound_is_declined() -> None:
         "para\n2. a\n\n  > # q\n",
         "para\n2. a\n\n    # x\n",
         "- a\nlazy\n    # x\n",
-        # Definitions where the scan proves none: after a paragraph's line
-        # (its text, lazily) or a tag, in a fence (coarsely), under a marker.
-        "# [ref][r]\n\ntext\n[r]: /u\n",
-        "# [ref][r]\n\n```\n[r]: /u\n```\n",
+        # Definitions the scan can neither prove nor rule out: after a
+        # thematic break or indented code, under a marker, a refused one.
+        "# [ref][r]\n\n***\n[r]: /u\n",
+        # After an item that holds a definition, not a paragraph: at column
+        # 0 it ends the list and is a definition (found by a random run).
+        "# See [c]\n\n- [a]: /x\n[c]: /c\n",
+        "# [ref][r]\n\n    code\n[r]: /u\n",
         "# [A]\n\n> [a]: /u\n",
         "a\r\n# b\r\n",
         "x\x00\n# y\n",
@@ -453,6 +456,14 @@ def test_a_block_at_column_0_ends_a_list_the_scan_did_not_bound(
     ("text", "rendered"),
     [
         ("# See [a]\n\n[a]: /x\n", "See a"),
+        # A paragraph's line, no definition: the brackets are text.
+        ("# See [a]\n\ntext\n[a]: /x\n", "See [a]"),
+        ("# See [a]\n\nsome text\n[b]: /z\n[a]: /x\n\n[a]: /y\n", "See a"),
+        # A lazy line of an item's paragraph, then one after a blank line at
+        # column 0, which no item holds (the design documents' template).
+        ("# See [a]\n\n* **Question?**\nNone.\n[a]: /x\n\n[a]: /y\n", "See a"),
+        # A fence's lines and an HTML block's define nothing.
+        ("# See [a]\n\n```\n[a]: /u\n```\n\n<!--\n[a]: /v\n-->\n", "See [a]"),
         ("# See [a][b] and [c]\n\n[b]: /x\n   [c]: https://c.example/c?d=1\n", "See a and c"),
         ("# See [a]\n\n[a]: /x\n'a title'\n", "See a"),
         ("# The [`try!`] macro\n\n[`try!`]: https://doc.rs/try.html\n", "The try! macro"),

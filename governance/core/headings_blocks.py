@@ -16,7 +16,9 @@ five or more or nothing follows), until a line indented less: after a blank
 line, or one that starts another block (any other may continue a paragraph
 of the item lazily: the scan declines). The content of each (a
 quote's lines after their ``>`` and one optional space, an item's after its
-indentation) is scanned as a document of its own.
+indentation) is scanned as a document of its own. How deep a list may be
+nested at a marker's line (too_deep) is judged from its indentation and the
+markers that open it: past markdown-it's limit the scan declines.
 """
 
 from __future__ import annotations
@@ -230,7 +232,18 @@ def ends_block(line: str) -> bool:
     return len(line) - len(body) <= 3 and body.startswith(">")
 
 
-_ITEM = re.compile(r"([-+*]|[0-9]{1,9}[.)])( *)(.*)")
+# A list marker: a bullet, or an ordered item's number and delimiter.
+MARKER = r"(?:[-+*]|[0-9]{1,9}[.)])"
+# markdown-it's nesting limit is 20 levels and each list adds two: a list
+# item at depth 10 drops the rest of the document. Declined from depth 9.
+DEEPEST = 9
+# The list markers that open a line (after its indentation), each followed by
+# a space or a tab: a list nested in each but the last. At most DEEPEST + 1
+# are counted (enough to decline): a repeated group keeps state per
+# repetition, over a GiB for one line of a million.
+_CHAIN = re.compile(rf"(?:{MARKER}[ \t]+){{1,{DEEPEST + 1}}}")
+_MARKERS = re.compile(MARKER + r"[ \t]")
+_ITEM = re.compile(rf"({MARKER})( *)(.*)")
 _RULE = re.compile(r"(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,}")
 
 
@@ -294,3 +307,22 @@ def _ends_with_html(line: str) -> bool:
 def _line_end(text: str, at: int) -> int:
     end = text.find("\n", at)
     return len(text) if end < 0 else end
+
+
+class TooDeep(Exception):
+    """A list nested past the depth declined, anywhere in the document."""
+
+
+def too_deep(text: str, start: int, indent: str, levels: int) -> bool:
+    """Whether the list marker's line at ``start``, inside ``levels`` of
+    nesting, may be a list nested past the depth declined, judged from its
+    indentation (each list nested in another starts at least 2 columns
+    further right) and the markers that open it. Asked of the lines the scan
+    meets outside fences and HTML blocks, which nest lists only at the top
+    level (a line indented 4 or more there is code or a paragraph's) or in
+    an item the scan did not bound; the content of one it bounded, or of a
+    quote, is scanned on its own, with the levels that enclose it."""
+    columns = len(indent) + 3 * indent.count("\t")  # a tab is at most 4 columns
+    chain = _CHAIN.match(text, start + len(indent))
+    markers = len(_MARKERS.findall(chain.group())) if chain is not None else 1
+    return 2 * (columns // 2 + markers) + levels >= 2 * DEEPEST

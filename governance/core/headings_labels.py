@@ -13,6 +13,9 @@ markdown-it, never finer: where it may differ, it says "may"."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+
+from governance.core.headings_blocks import MARKER, is_rule
 
 # Where a link reference definition could start: a line's first character
 # after indentation, blockquote and list markers (characters of them: a
@@ -38,6 +41,13 @@ TRIM = (
 _SPACES = re.compile("[\\s" + re.escape(TRIM) + "]+")
 
 
+# A list item's line whose content starts a paragraph: a letter or a digit,
+# or one of emphasis before it, after one to four spaces.
+PLAIN_ITEM = re.compile(rf" {{0,3}}{MARKER} {{1,4}}(?:[*_]{{1,3}})?[A-Za-z0-9][^\n]*")
+# The line after a definition may be its title.
+TITLE_NEXT = re.compile(r"\n[ \t]*[\"'(]")
+
+
 class Labels:
     """The labels a text could define, found when a heading with a bracket
     first asks (most documents have none; one search of the text at most),
@@ -45,7 +55,7 @@ class Labels:
     either defined by a proved definition or by no line at all is settled
     (its text rendered with those definitions), any other is not."""
 
-    __slots__ = ("_found", "_keys", "_searched", "_text", "proved")
+    __slots__ = ("_found", "_keys", "_searched", "_text", "disproved", "opaque", "proved")
 
     def __init__(self, text: str) -> None:
         self._text = text
@@ -54,8 +64,13 @@ class Labels:
         self._found: list[tuple[int, str]] | None = None
         self._searched = False
         self._keys: frozenset[str] | None = None
-        # The definitions the scan proved, by the line feed before each.
+        # The definitions the scan proved, by the line feed before each, and
+        # the lines it proved are none (a paragraph's).
         self.proved: dict[int, str] = {}
+        self.disproved: set[int] = set()
+        # Where the text is a fence's content or an HTML block, in order:
+        # (start, end) positions no definition is inside.
+        self.opaque: list[tuple[int, int]] = []
 
     def _definitions(self) -> list[tuple[int, str]] | None:
         if not self._searched:
@@ -84,9 +99,17 @@ class Labels:
         if found is None:
             return may_reference(content, None)
         keys = frozenset(
-            key for at, label in found if at not in self.proved for key in _keys(label)
+            key
+            for at, label in found
+            if at not in self.proved and at not in self.disproved and not self._inside(at)
+            for key in _keys(label)
         )
         return may_reference(content, keys)
+
+    def _inside(self, at: int) -> bool:
+        # Whether the line after the line feed at ``at`` is opaque.
+        index = bisect_right(self.opaque, (at, len(self._text) + 1)) - 1
+        return index >= 0 and self.opaque[index][0] <= at < self.opaque[index][1]
 
 
 # A definition the scan proves, on a line that starts a block: markdown-it's
@@ -191,3 +214,37 @@ def _outside_code(content: str) -> str:
         copied = closed
     parts.append(content[copied:])
     return "".join(parts)
+
+
+def in_paragraph(text: str, start: int, settled: int, previous: int) -> bool:
+    """Whether the line at ``start`` (not indented 4 or more) surely
+    continues a paragraph: the lines before it, back to a blank line or a
+    settled block, are a paragraph's (none the pattern matched, the first
+    not indented 4 or more, none a thematic break or holding a table's
+    '|'), and a line starting with a bracket ends no paragraph. Its text
+    is the paragraph's then, no definition, in whatever container."""
+    at = start  # the run's first line, so far
+    while True:
+        end = at - 1  # the line feed ending the line before
+        if end == settled or end <= 0:
+            break
+        before = text.rfind("\n", 0, end) + 1
+        line = text[before:end]
+        body = line.lstrip(" ")
+        if not body.strip(" \t"):
+            break  # a blank line: the run starts after it
+        if "|" in line or is_rule(body):
+            return False  # what may end a paragraph, or a table's row
+        if before <= previous:
+            # A line the pattern matched: a paragraph's only where it is a
+            # list item's first line of plain text.
+            return PLAIN_ITEM.fullmatch(line) is not None
+        at = before
+    first = text[at : _line_end(text, at)]
+    indent = len(first) - len(first.lstrip(" "))
+    return at < start and indent < 4 and not first.startswith("\t", indent)
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end

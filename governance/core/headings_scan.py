@@ -54,22 +54,22 @@ from __future__ import annotations
 
 import re
 
-from governance.core.headings_blocks import html_end, html_kind, is_rule, item_lines, quote_lines
-from governance.core.headings_labels import TRIM, Labels, provable
+from governance.core.headings_blocks import (
+    DEEPEST,
+    MARKER,
+    TooDeep,
+    html_end,
+    html_kind,
+    is_rule,
+    item_lines,
+    quote_lines,
+    too_deep,
+)
+from governance.core.headings_labels import TITLE_NEXT, TRIM, Labels, in_paragraph, provable
 
-_MARKER = r"(?:[-+*]|[0-9]{1,9}[.)])"
 # Each pattern starts with a literal line feed (the text is searched with one
 # prepended), which lets the regex engine skip ahead to line starts: about 30
 # times faster than '^' in MULTILINE mode.
-# markdown-it's nesting limit is 20 levels and each list adds two: a list
-# item at depth 10 drops the rest of the document. Declined from depth 9.
-_DEEPEST = 9
-# The list markers that open a line (after its indentation), each followed by
-# a space or a tab: a list nested in each but the last. At most _DEEPEST + 1
-# are counted (enough to decline): a repeated group keeps state per
-# repetition, over a GiB for one line of a million.
-_CHAIN = re.compile(rf"(?:{_MARKER}[ \t]+){{1,{_DEEPEST + 1}}}")
-_MARKERS = re.compile(_MARKER + r"[ \t]")
 _LINE = re.compile(
     r"\n(?P<indent>[ \t]*)(?:(?:"
     r"(?P<atx>#{1,6})(?:[ \t](?P<rest>[^\n]*))?"
@@ -78,17 +78,15 @@ _LINE = re.compile(
     r")(?=\n|$)"
     # An HTML block, a blockquote or a list item, perhaps (headings_blocks).
     r"|(?P<block>[<>])"
-    rf"|(?P<item>{_MARKER})(?=[ \t\n]|$)"
+    rf"|(?P<item>{MARKER})(?=[ \t\n]|$)"
     # A link reference definition, perhaps (headings_labels).
     r"|(?P<ref>\[))"
 )
-# The line after a definition may be its title.
-_TITLE_NEXT = re.compile(r"\n[ \t]*[\"'(]")
 # After a list marker: a heading, a fence, an HTML block or a blockquote,
 # perhaps, or a further marker opening one.
-_OPENS_BLOCK = re.compile(rf"(?:[ \t]+{_MARKER})*[ \t]+(?:[<>]|#|```|~~~)")
+_OPENS_BLOCK = re.compile(rf"(?:[ \t]+{MARKER})*[ \t]+(?:[<>]|#|```|~~~)")
 # A list item's line indented at most k columns, k = 0 to 3, or the end.
-_SIBLING = [re.compile(rf"\n {{0,{k}}}{_MARKER}(?:[ \t]|\n|$)|$") for k in range(4)]
+_SIBLING = [re.compile(rf"\n {{0,{k}}}{MARKER}(?:[ \t]|\n|$)|$") for k in range(4)]
 # A line that could be a table's delimiter row (markdown-it checks more).
 _DELIMITER_ROW = re.compile(r"[ \t]*[-|:][-|: \t]*")
 # A non-blank line starting with fewer than k spaces, k = 2 and 3.
@@ -112,7 +110,7 @@ def scan_document(text: str) -> tuple[list[tuple[int, int, int, str]], tuple[str
     labels = Labels(text)
     try:
         found = _scan(text, labels, 0)
-    except _TooDeep:
+    except TooDeep:
         return None
     # Every definition is known now: a heading whose link could name a label
     # that a line not proved a definition may define is not settled.
@@ -165,6 +163,8 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                 continue  # indented code would not close it: content
             if fence_indent >= 2 and _SHORT[fence_indent].search(text, fence_end, end):
                 return None  # a line that may have ended a list item holding the fence
+            if levels == 0:
+                labels.opaque.append((fence_end, start))  # its lines define nothing
             fence = None
             settled = end
             match = search(text, end)
@@ -173,25 +173,40 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             # A definition the scan proves, at the top level where a block
             # starts; any other line starting with a bracket is text.
             line_end = _line_end(text, start)
+            after = start - 1 == settled or _blank_before(text, start)
+            if loose and len(indent) <= 1 and _blank_before(text, start):
+                loose = False  # at column 0 or 1 after a blank line: no item holds it
             if (
                 levels == 0
                 and not (inset or loose)
-                and (start - 1 == settled or _blank_before(text, start))
+                and after
                 and (label := provable(text[start:line_end])) is not None
             ):
                 labels.proved[start - 1] = label
-                if not _TITLE_NEXT.match(text, line_end):
+                if not TITLE_NEXT.match(text, line_end):
                     settled = line_end  # else its title may take the next line
+            elif (
+                levels == 0
+                and not inset
+                and not after
+                and (
+                    text.rfind("\n", 0, start - 1) in labels.disproved
+                    or in_paragraph(text, start, settled, previous)
+                )
+            ):
+                # Its line continues a paragraph (as the line before does,
+                # where that is a paragraph's bracket line).
+                labels.disproved.add(start - 1)
             match = search(text, end)
             continue
         if (
             (item is not None or under == "-")
             and (loose or not inset)
-            and _too_deep(text, start, indent, levels)
+            and too_deep(text, start, indent, levels)
         ):
             # A list that may be nested past markdown-it's limit: the whole
             # document is declined (an item that holds it is no text).
-            raise _TooDeep
+            raise TooDeep
         if item is not None:
             inner = listed = None
             after = start - 1 == settled or _blank_before(text, start)
@@ -250,6 +265,8 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             )
             if closed is None:
                 return None
+            if levels == 0 and block == "<" and closed[2]:
+                labels.opaque.append((start, closed[0]))  # an HTML block defines nothing
             end, inner, settles = closed
             found += _shifted(inner, line)
             if settles:
@@ -299,26 +316,9 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
         loose = loose and len(indent) > 1  # as a block at column 0 or 1 does
     if fence is not None and fence_indent >= 2 and _SHORT[fence_indent].search(text, fence_end):
         return None
+    if fence is not None and levels == 0:
+        labels.opaque.append((fence_end, len(text)))  # a fence open to the end
     return found
-
-
-class _TooDeep(Exception):
-    """A list nested past the depth declined, anywhere in the document."""
-
-
-def _too_deep(text: str, start: int, indent: str, levels: int) -> bool:
-    """Whether the list marker's line at ``start``, inside ``levels`` of
-    nesting, may be a list nested past the depth declined, judged from its
-    indentation (each list nested in another starts at least 2 columns
-    further right) and the markers that open it. Asked of the lines the scan
-    meets outside fences and HTML blocks, which nest lists only at the top
-    level (a line indented 4 or more there is code or a paragraph's) or in
-    an item the scan did not bound; the content of one it bounded, or of a
-    quote, is scanned on its own, with the levels that enclose it."""
-    columns = len(indent) + 3 * indent.count("\t")  # a tab is at most 4 columns
-    chain = _CHAIN.match(text, start + len(indent))
-    markers = len(_MARKERS.findall(chain.group())) if chain is not None else 1
-    return 2 * (columns // 2 + markers) + levels >= 2 * _DEEPEST
 
 
 def _plain_title(line: str) -> bool:
@@ -374,7 +374,7 @@ def _block(
         if html == 0:
             return line_end, [], False  # a paragraph's text
         return html_end(text, start, html), [], True
-    if levels + 1 >= 2 * _DEEPEST:
+    if levels + 1 >= 2 * DEEPEST:
         return None
     quoted = quote_lines(text, start)
     if quoted is None:
