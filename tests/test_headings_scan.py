@@ -437,10 +437,12 @@ def test_brackets_in_code_spans_open_no_link(heading: str, answers: bool) -> Non
         ("```\ncode\n```\n", True),
         ("<div>\nx\n</div>\n", True),
         ("> quote\n", True),
-        # Text at column 0 may continue the item's paragraph lazily; a heading
-        # at column 2 may be the item's: neither ends the list for sure.
-        ("plain text\n", False),
+        # So does a line at column 0 after a blank line, which no item holds
+        # (and no paragraph continues lazily).
+        ("plain text\n", True),
+        # A heading or text at column 2 may be the item's: the list goes on.
         ("  # In the item\n", False),
+        ("  more of the item\n", False),
     ],
 )
 def test_a_block_at_column_0_ends_a_list_the_scan_did_not_bound(

@@ -85,6 +85,10 @@ _LINE = re.compile(
 # After a list marker: a heading, a fence, an HTML block or a blockquote,
 # perhaps, or a further marker opening one.
 _OPENS_BLOCK = re.compile(rf"(?:[ \t]+{MARKER})*[ \t]+(?:[<>]|#|```|~~~)")
+# A blank line, then a line starting at column 0 or 1 that is no list item:
+# every list has ended there (an item's content starts at column 2 or more,
+# and after a blank line no paragraph continues lazily).
+_CLOSES = re.compile(rf"\n[ \t]*\n ?(?!{MARKER}(?:[ \t]|\n|$))[^ \t\n]")
 # A list item's line indented at most k columns, k = 0 to 3, or the end.
 _SIBLING = [re.compile(rf"\n {{0,{k}}}{MARKER}(?:[ \t]|\n|$)|$") for k in range(4)]
 # A line that could be a table's delimiter row (markdown-it checks more).
@@ -135,6 +139,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
     # marker's line for text): until then every line it meets is at the top
     # level of ``text``, where a line indented 4 or more is no heading.
     loose = False
+    checked = 0  # the text before this is judged for lists that close
     search = _LINE.search
     match = search(text)
     current = -1  # where the line of the match before this one starts
@@ -169,6 +174,9 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             settled = end
             match = search(text, end)
             continue
+        if loose and _CLOSES.search(text, checked, start) is not None:
+            loose = False  # a blank line, then a line no list item holds
+        checked = start
         if ref is not None:
             # A definition the scan proves, at the top level where a block
             # starts; any other line starting with a bracket is text.
