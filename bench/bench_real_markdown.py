@@ -23,7 +23,10 @@ the same run:
   cat-file --batch`` of its blobs (target: at most 10x).
 
 ``--pythonpath DIR`` runs the ``governance`` of another checkout (to measure
-before a change), in the processes and in this one. Nothing is asserted.
+before a change), in the processes and in this one. The 4 MB document depends
+on which documents the running scan answers: ``--save-documents FILE`` writes
+the paths it joined and ``--documents FILE`` joins those instead, so a run
+before a change reads the same bytes as one after it. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -115,6 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="rounds per figure")
     parser.add_argument("--pythonpath", help="run the governance of another checkout")
     parser.add_argument("--smoke", action="store_true", help="one round")
+    parser.add_argument(
+        "--documents",
+        type=Path,
+        help="the corpus paths the 4 MB document joins, one a line (default: those scanned)",
+    )
+    parser.add_argument(
+        "--save-documents", type=Path, help="write the paths the 4 MB document joined, one a line"
+    )
     options = parser.parse_args(argv)
     runs = 1 if options.smoke else options.runs
     if options.pythonpath:
@@ -136,6 +147,21 @@ def main(argv: list[str] | None = None) -> int:
         total = sum(sizes.values())
         scanned = answered(texts)
         accepted = len(scanned)
+        paths = [path for _, path in blobs]
+        if options.documents is not None:
+            # The same bytes as another run (another checkout's scan answers
+            # other documents): the paths it saved.
+            named = options.documents.read_text(encoding="utf-8").split()
+            unknown = sorted(set(named) - set(paths))
+            if unknown:
+                parser.error(f"--documents: not in the corpus: {', '.join(unknown[:5])}")
+            joined = [texts[paths.index(path)] for path in named]
+        else:
+            answers = set(scanned)
+            named = [path for path, text in zip(paths, texts, strict=True) if text in answers]
+            joined = scanned
+        if options.save_documents is not None:
+            options.save_documents.write_text("".join(f"{path}\n" for path in named), "utf-8")
         print(f"corpus: {len(blobs)} documents, {total:,} bytes")
         print(f"scan accepts {accepted}/{len(blobs)} ({100 * accepted / len(blobs):.0f}%)")
 
@@ -168,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{1000 * cat_s:.0f} ms: {suggest_s / cat_s:.1f}x (target <= 10x)"
         )
 
-        big = big_repo(Path(where), scanned or texts)
+        big = big_repo(Path(where), joined or texts)
         heading_read = in_process(big, "docs/big.md#bench-target")
         whole_read = in_process(big, "docs/big.md")
         timed: dict[str, list[float]] = {"heading": [], "whole": []}
