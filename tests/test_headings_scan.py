@@ -205,7 +205,8 @@ def test_a_deep_list_in_an_item_the_scan_did_not_bound_is_declined() -> None:
         "> # Title\nlazy\n2. x\n    # x\n",
         "> # Title\nlazy\n---\n",
         "> ```\nfoo\n> # x\n",
-        "para\n<a href=x>\n# h\n",
+        # A tag alone after indented code starts an HTML block of kind 7.
+        "    code\n<a href=x>\n# h\n",
         "<search>\n# a\n",
         ">\tx\n# y\n",
         # A list item the scan could not bound (a paragraph's line, perhaps):
@@ -485,6 +486,20 @@ def test_a_definition_s_title_on_the_next_line_underlines_nothing() -> None:
     text = '[a]: /x\n"foo"\n===\n\n# See [a]\n'
     assert parse_headings(text) == _parse_fully(text)
     assert [h.text for h in parse_headings(text)] == ["See a"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "para\n<a href=x>\n# h\n",
+        "![diagram](x.png)\n<br/>\n\n# After\n",
+        "* **Question?**\nAnswer.\n</UNRESOLVED>\n\n# After\n",
+    ],
+)
+def test_a_tag_alone_after_a_paragraph_s_line_is_its_text(text: str) -> None:
+    # An HTML block of kind 7 may not end a paragraph: the line is text.
+    assert scanned(text) is not None
+    assert parse_headings(text) == _parse_fully(text)
 
 
 @pytest.mark.parametrize(

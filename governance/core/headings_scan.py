@@ -268,8 +268,17 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             if len(indent) > (3 if not loose else 1) or "\t" in indent:
                 return None
             after = start - 1 == settled or _blank_before(text, start)
+            # A tag alone on a line (an HTML block of kind 7) may not end a
+            # paragraph: after a line sure to be one's, it is its text.
+            paragraph = block == "<" and not after and in_paragraph(text, start, settled, previous)
             closed = _block(
-                text, start + len(indent), block, after_blank=after, labels=labels, levels=levels
+                text,
+                start + len(indent),
+                block,
+                after_blank=after,
+                paragraph=paragraph,
+                labels=labels,
+                levels=levels,
             )
             if closed is None:
                 return None
@@ -365,18 +374,22 @@ def _block(
     kind: str,
     *,
     after_blank: bool,
+    paragraph: bool,
     labels: Labels,
     levels: int,
 ) -> tuple[int, list[tuple[int, int, int, str]], bool] | None:
     """Where the HTML block or blockquote at ``start`` ends, the headings of
     a blockquote (numbered from its first line), and whether it is a block
-    (not a paragraph's line, which a tag alone may not interrupt); None to
+    (not a paragraph's line, which a tag alone may not interrupt: so it is
+    where ``paragraph`` says the line before is sure to be one's); None to
     decline."""
     line_end = _line_end(text, start)
     if "|" in text[start:line_end] and _DELIMITER_ROW.fullmatch(_next_line(text, line_end)):
         return None  # a table's header row, perhaps
     if kind == "<":
         html = html_kind(text[start:line_end])
+        if html == 7 and not after_blank and paragraph:
+            return line_end, [], False  # the paragraph's text
         if html is None or (html == 7 and not after_blank):
             return None  # a version-dependent name; a paragraph's line, perhaps
         if html == 0:
