@@ -82,6 +82,33 @@ def test_the_scan_gives_the_parse_s_headings_or_declines(text: str) -> None:
         assert [(h.line, h.end_line, h.level) for h in full] == [a[:3] for a in answer]
 
 
+# Whole lines of the kinds the scan's later rules judge: list items it cannot
+# bound (lazy lines), text at column 0 after a blank line, tags alone on a
+# line, definitions after paragraphs, items, fences and comments, headings
+# linking to them (the pieces of the random runs that checked those rules).
+LINES = [
+    "- a", "1. a", "* **x**", "- # h", "- [a]: /q", "  - c", "    - b", "lazy", "text", "  text",
+    "", "", "", "# H", " # H1", "  # h", "    # x", "# [a]", "# [a][b]", "## x [b]", "# `[b]` [a]",
+    "# [a](/u)", "[a]: /x", '[a]: /x "t"', '"t"', "(t)", "[b]: /y", "  [a]: /x", "    [a]: /x",
+    "> [a]: /z", "[a]: javascript:x", "[a]: <x>", "```", " ```", "  ```", "~~~", "<div>", "</div>",
+    "<!--", "-->", "<br>", "<a href=x>", "</span>", "***", "---", "===", "| t |", "|---|",
+    "    code", "\tx", "> q", "Title",
+]  # fmt: skip
+line_documents = st.builds(
+    lambda lines, end: "\n".join(lines) + end,
+    st.lists(st.sampled_from(LINES), max_size=14),
+    st.sampled_from(["\n", ""]),
+)
+
+
+@settings(
+    max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+@given(line_documents)
+def test_lines_of_lists_links_and_tags_give_the_parse_s_headings(text: str) -> None:
+    assert parse_headings(text) == _parse_fully(text)
+
+
 # Lazy lines: a blockquote's lines, then lines without '>' that markdown-it
 # may take into it (a paragraph's lazy continuation, or a line that ends the
 # quote reading, after a fence, a list item, an HTML block or a heading in it).
