@@ -518,6 +518,28 @@ def test_a_definition_s_title_on_the_next_line_underlines_nothing() -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        # "1." is an empty item, no paragraph's text: the next line is no
+        # lazy one (the tag starts an HTML block, the definition is one).
+        "- 1.\n<br>\n# h\n",
+        "x\n- 2)\n<br>\n# h\n",
+        "> - 1.\n> <br>\n> # h\n",
+        "- 1.\n[foo]: /u\n\n# [foo]\n",
+        # "[bar]" is the label of the full reference "[foo][bar]", whatever
+        # follows it: defined by a line the scan did not prove.
+        "- [bar]: /x\n# [foo][bar](/u)\n",
+        "> [bar]: /x\n\n# [foo][bar](/u)\n",
+        "- [bar]: /x\n\n# ![foo][bar](/u)\n",
+    ],
+)
+def test_found_by_a_cold_review(text: str) -> None:
+    # Counterexamples a reviewer found to this stop's rules (in_paragraph's
+    # plain item, the inline-link exemption): the scan must agree or decline.
+    assert parse_headings(text) == _parse_fully(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "para\n<a href=x>\n# h\n",
         "![diagram](x.png)\n<br/>\n\n# After\n",
         "* **Question?**\nAnswer.\n</UNRESOLVED>\n\n# After\n",

@@ -42,8 +42,11 @@ _SPACES = re.compile("[\\s" + re.escape(TRIM) + "]+")
 
 
 # A list item's line whose content starts a paragraph: a letter or a digit,
-# or one of emphasis before it, after one to four spaces.
-PLAIN_ITEM = re.compile(rf" {{0,3}}{MARKER} {{1,4}}(?:[*_]{{1,3}})?[A-Za-z0-9][^\n]*")
+# or one of emphasis before it, after one to four spaces; not another
+# marker ("- 1." is an empty item in an item, no paragraph).
+PLAIN_ITEM = re.compile(
+    rf" {{0,3}}{MARKER} {{1,4}}(?!{MARKER}(?:[ \t]|$))(?:[*_]{{1,3}})?[A-Za-z0-9][^\n]*"
+)
 # The line after a definition may be its title.
 TITLE_NEXT = re.compile(r"\n[ \t]*[\"'(]")
 
@@ -197,10 +200,14 @@ def may_reference(content: str, labels: frozenset[str] | None) -> bool:
         return True
     # An inline link's text is its own whatever is defined: markdown-it reads
     # the label as a reference only when what follows it is no destination.
+    # Brackets right after a "]" are the label of a full reference ("[t][l]"),
+    # whatever follows them.
     return any(
-        _keys(inner) & labels
-        for inner, inline in _BRACKETS.findall(content)
-        if not inline or _REFUSED.match(inline.lower())
+        _keys(found[1]) & labels
+        for found in _BRACKETS.finditer(content)
+        if not found[2]
+        or _REFUSED.match(found[2].lower())
+        or content[found.start() - 1 : found.start()] == "]"
     )
 
 
