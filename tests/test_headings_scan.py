@@ -93,6 +93,9 @@ LINES = [
     "> [a]: /z", "[a]: javascript:x", "[a]: <x>", "```", " ```", "  ```", "~~~", "<div>", "</div>",
     "<!--", "-->", "<br>", "<a href=x>", "</span>", "***", "---", "===", "| t |", "|---|",
     "    code", "\tx", "> q", "Title",
+    # A reviewer's kinds, which found two holes the ones above did not.
+    "- 1.", "- 1)", "  1.", "- - x", "-", "[foo]: /u", "[bar]: /v", "# [foo][bar](/u)", "# [bar]",
+    "- [bar]: /x", "> [foo]: /y", "  <br>", "<span>", "</x>", "a | b", "--|--",
 ]  # fmt: skip
 line_documents = st.builds(
     lambda lines, end: "\n".join(lines) + end,
