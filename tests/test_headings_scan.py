@@ -532,6 +532,17 @@ def test_a_definition_s_title_on_the_next_line_underlines_nothing() -> None:
         "- [bar]: /x\n# [foo][bar](/u)\n",
         "> [bar]: /x\n\n# [foo][bar](/u)\n",
         "- [bar]: /x\n\n# ![foo][bar](/u)\n",
+        # A second review, of rules older than this stop: a tab in a quote's
+        # content indentation is 1 or 2 columns there, not 4 ...
+        "> \t# foo",
+        "> \t```\n> # x",
+        " > \t# foo",
+        "-  > \t# foo",
+        "> a\n>\n> \t# foo",
+        # ... and markdown-it folds the case of raw tag names in ASCII only.
+        "<\u017fcript>\n# h",
+        "<script>\n</\u017fcript>\n# h\n</script>",
+        "<scr\u0131pt>\n# h",
     ],
 )
 def test_found_by_a_cold_review(text: str) -> None:

@@ -94,8 +94,10 @@ BLOCK_NAMES = frozenset(
     }
 )
 UNSETTLED_NAMES = frozenset({"search", "source"})
-_RAW = re.compile(r"<(?i:script|pre|style|textarea)(?=\s|>|$)")
-_RAW_END = re.compile(r"</(?i:script|pre|style|textarea)>")
+# Case folded in ASCII only, as markdown-it-py folds them ("\u017fcript" is
+# no script tag).
+_RAW = re.compile(r"<(?ai:script|pre|style|textarea)(?=\s|>|$)")
+_RAW_END = re.compile(r"</(?ai:script|pre|style|textarea)>")
 _NAMED = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)(?=\s|/?>|$)")
 _ATTRIBUTE = r"\s+[A-Za-z_:][A-Za-z0-9:._-]*(?:\s*=\s*(?:[^\"'=<>`\x00-\x20]+|'[^']*'|\"[^\"]*\"))?"
 _LONE_TAG = re.compile(
@@ -180,7 +182,8 @@ def quote_lines(text: str, start: int) -> tuple[list[str], int, int | None] | No
     ``start`` (at its first ``>``), where its last line ends, and the index
     among them of its first lazy line (None when it has none); None for a
     tab after a ``>`` (its width depends on the column) or a line that may
-    start a block which ends it, where ``ends_block`` cannot tell."""
+    start a block which ends it, where ``ends_block`` cannot tell, or a
+    tab in a content line's indentation."""
     lines: list[str] = []
     at = start
     empty = was_lazy = False
@@ -212,6 +215,9 @@ def quote_lines(text: str, start: int) -> tuple[list[str], int, int | None] | No
                 return None
             if text.startswith(" ", content):
                 content += 1
+            lead = _BLANK.match(text, content, end)
+            if lead is not None and lead.end() < end and "\t" in lead.group():
+                return None  # a tab's width there depends on the quote's column
             lines.append(text[content:end])
             empty = _BLANK.fullmatch(text, content, end) is not None
             was_lazy = False
