@@ -543,6 +543,10 @@ def test_a_definition_s_title_on_the_next_line_underlines_nothing() -> None:
         "<\u017fcript>\n# h",
         "<script>\n</\u017fcript>\n# h\n</script>",
         "<scr\u0131pt>\n# h",
+        # A third: markdown-it tries a table before a list, so a marker's
+        # line holding "|" above a delimiter row is a table's header.
+        "- a|b\n  -|-\n    # h",
+        "1. a|b\n   -|-\n     # h",
     ],
 )
 def test_found_by_a_cold_review(text: str) -> None:

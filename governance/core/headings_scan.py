@@ -38,7 +38,8 @@ unless every non-blank line through the closer starts with k spaces and no line
 of its marker indented 4 or more could close it; a list that may be nested 9
 deep (markdown-it stops at 20 levels, two per list, one per blockquote, and
 drops the rest of the text); a setext underline under any other line; a heading
-or fence line holding ``|`` above a line that could be a table's delimiter row;
+or fence line, or a list marker's, holding ``|`` above a line that could be a
+table's delimiter row;
 a heading with a bracket whose text a link reference definition of the text
 could name (the link's text would depend on it), but an inline link's, one in
 a code span, and one every such definition of which the scan proved: a line
@@ -219,6 +220,8 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             inner = listed = None
             after = start - 1 == settled or _blank_before(text, start)
             line_end = _line_end(text, start)
+            if "|" in text[start:line_end] and _DELIMITER_ROW.fullmatch(_next_line(text, line_end)):
+                return None  # a table's header row, perhaps (tried before a list)
             if (
                 not inset
                 and not _OPENS_BLOCK.match(text, end)
