@@ -18,7 +18,9 @@ of the item lazily: the scan declines). The content of each (a
 quote's lines after their ``>`` and one optional space, an item's after its
 indentation) is scanned as a document of its own. How deep a list may be
 nested at a marker's line (too_deep) is judged from its indentation and the
-markers that open it: past markdown-it's limit the scan declines.
+markers that open it: past markdown-it's limit the scan declines. The
+scan's line arithmetic is here too (end_of_line, next_line, blank_before),
+with what a line can be (plain_title, cannot_interrupt).
 """
 
 from __future__ import annotations
@@ -151,12 +153,12 @@ def html_kind(line: str) -> int | None:
 def html_end(text: str, start: int, kind: int) -> int:
     """Where the HTML block of ``kind`` whose first line starts at ``start``
     (its ``<``) ends: the end of its last line."""
-    end = _line_end(text, start)
+    end = end_of_line(text, start)
     if kind >= 6:
         # Up to the first blank line, which is not part of it.
         at = end
         while at < len(text):
-            following = _line_end(text, at + 1)
+            following = end_of_line(text, at + 1)
             if _BLANK.fullmatch(text, at + 1, following):
                 return at
             at = following
@@ -167,7 +169,7 @@ def html_end(text: str, start: int, kind: int) -> int:
     else:
         closing = ">" if kind == 4 else dict(_CLOSED)[_opening(text, start)]
         close = text.find(closing, start)
-    return len(text) if close < 0 else _line_end(text, close)
+    return len(text) if close < 0 else end_of_line(text, close)
 
 
 def _opening(text: str, start: int) -> str:
@@ -189,7 +191,7 @@ def quote_lines(text: str, start: int) -> tuple[list[str], int, int | None] | No
     empty = was_lazy = False
     lazy: int | None = None
     while True:
-        end = _line_end(text, at)
+        end = end_of_line(text, at)
         marker = text.find(">", at, end)
         if marker < 0 or not _BLANK.fullmatch(text, at, marker):
             # Not a line of the quote: the first line always is.
@@ -224,7 +226,7 @@ def quote_lines(text: str, start: int) -> tuple[list[str], int, int | None] | No
         if end >= len(text):
             return lines, end, lazy
         at = end + 1
-        if _BLANK.fullmatch(text, at, _line_end(text, at)):
+        if _BLANK.fullmatch(text, at, end_of_line(text, at)):
             return lines, end, lazy
 
 
@@ -263,7 +265,7 @@ def item_lines(text: str, start: int, indent: int) -> tuple[list[str], int] | No
     indented ``indent`` columns, each with the item's content indentation
     taken off, and where its last line ends; None for a tab in its
     indentation, or a line that may continue its paragraph lazily."""
-    end = _line_end(text, start)
+    end = end_of_line(text, start)
     item = _ITEM.fullmatch(text, start, end)
     if item is None:
         return None  # a tab after the marker
@@ -273,8 +275,8 @@ def item_lines(text: str, start: int, indent: int) -> tuple[list[str], int] | No
     if not content:
         # Content starts on the next line; a blank one there ends the item.
         column = indent + len(marker) + 1
-        if end < len(text) and _BLANK.fullmatch(text, end + 1, _line_end(text, end + 1)):
-            return [""], _line_end(text, end + 1)
+        if end < len(text) and _BLANK.fullmatch(text, end + 1, end_of_line(text, end + 1)):
+            return [""], end_of_line(text, end + 1)
         lines = [""]
     elif len(spaces) > 4:
         column = indent + len(marker) + 1  # indented code after the marker
@@ -285,7 +287,7 @@ def item_lines(text: str, start: int, indent: int) -> tuple[list[str], int] | No
     open_paragraph = bool(content)
     while end < len(text):
         at = end + 1
-        end = _line_end(text, at)
+        end = end_of_line(text, at)
         line = text[at:end]
         body = line.lstrip(" ")
         if not body.strip(" \t"):
@@ -310,11 +312,6 @@ def _ends_with_html(line: str) -> bool:
     return len(line) - len(body) <= 3 and html_kind(body) in (1, 2, 3, 4, 5, 6)
 
 
-def _line_end(text: str, at: int) -> int:
-    end = text.find("\n", at)
-    return len(text) if end < 0 else end
-
-
 class TooDeep(Exception):
     """A list nested past the depth declined, anywhere in the document."""
 
@@ -332,3 +329,44 @@ def too_deep(text: str, start: int, indent: str, levels: int) -> bool:
     chain = _CHAIN.match(text, start + len(indent))
     markers = len(_MARKERS.findall(chain.group())) if chain is not None else 1
     return 2 * (columns // 2 + markers) + levels >= 2 * DEEPEST
+
+
+def end_of_line(text: str, at: int) -> int:
+    """Where the line holding ``at`` ends: its line feed, or the text's end."""
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
+
+
+def next_line(text: str, end: int) -> str:
+    stop = text.find("\n", end + 1)
+    return text[end + 1 : stop if stop >= 0 else len(text)]
+
+
+def blank_before(text: str, start: int) -> bool:
+    # The line before the one at ``start`` is blank, or there is none.
+    return start <= 1 or not text[text.rfind("\n", 0, start - 1) + 1 : start - 1].strip(" \t")
+
+
+def cannot_interrupt(text: str, start: int, marker: str) -> bool:
+    # A list item may end a paragraph only if it has content, and an ordered
+    # one only if it starts at 1.
+    content = text[start + len(marker) : end_of_line(text, start)]
+    return not content.strip(" \t") or (marker[0].isdigit() and int(marker[:-1]) != 1)
+
+
+def plain_title(line: str) -> bool:
+    # A line that can only be a paragraph's (where the scan's pattern matched
+    # none of its other blocks): not indented 4 or more, no thematic break, no table's
+    # header, no link reference definition.
+    body = line.lstrip(" ")
+    return (
+        len(line) - len(body) <= 3
+        and not body.startswith(("\t", "["))
+        and "|" not in body
+        and not is_rule(body)
+    )
+
+
+def shifted(inner: list[tuple[int, int, int, str]], line: int) -> list[tuple[int, int, int, str]]:
+    # The headings of a block's content, numbered from its first line ``line``.
+    return [(line + a - 1, line + b - 1, level, content) for a, b, level, content in inner]

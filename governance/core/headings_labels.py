@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from governance.core.headings_blocks import MARKER, is_rule
+from governance.core.headings_blocks import MARKER, end_of_line, is_rule
 
 # Where a link reference definition could start: a line's first character
 # after indentation, blockquote and list markers (characters of them: a
@@ -247,11 +247,19 @@ def in_paragraph(text: str, start: int, settled: int, previous: int) -> bool:
             # list item's first line of plain text.
             return PLAIN_ITEM.fullmatch(line) is not None
         at = before
-    first = text[at : _line_end(text, at)]
+    first = text[at : end_of_line(text, at)]
     indent = len(first) - len(first.lstrip(" "))
     return at < start and indent < 4 and not first.startswith("\t", indent)
 
 
-def _line_end(text: str, at: int) -> int:
-    end = text.find("\n", at)
-    return len(text) if end < 0 else end
+def atx_content(rest: str) -> str:
+    # A heading's source text by markdown-it's ATX rule: drop trailing
+    # spaces and tabs, then a closing run of '#' when a space or tab
+    # precedes it, then trim.
+    end = len(rest.rstrip(" \t"))
+    closing = end
+    while closing > 0 and rest[closing - 1] == "#":
+        closing -= 1
+    if closing < end and (closing == 0 or rest[closing - 1] in " \t"):
+        end = closing
+    return rest[:end].strip(TRIM)

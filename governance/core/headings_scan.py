@@ -35,16 +35,11 @@ or by a tab (before that, every line it meets is at the top level, where such a
 line is indented code or a paragraph's); an HTML block of kind 7 that may be a
 paragraph's line; a fence opened at column k = 2 or 3 (it may be a list item's)
 unless every non-blank line through the closer starts with k spaces and no line
-of its marker indented 4 or more could close it; a list that may be nested 9
-deep (markdown-it stops at 20 levels, two per list, one per blockquote, and
-drops the rest of the text); a setext underline under any other line; a heading
-or fence line, or a list marker's, holding ``|`` above a line that could be a
-table's delimiter row;
-a heading with a bracket whose text a link reference definition of the text
-could name (the link's text would depend on it), but an inline link's, one in
-a code span, and one every such definition of which the scan proved: a line
-``[label]: destination`` at the top level where a block starts (its headings
-are then rendered with those labels defined; headings_labels).
+of its marker indented 4 or more could close it; a list that may be nested
+past markdown-it's limit (headings_blocks.too_deep); a setext underline under
+any other line; a heading, fence or list marker's line holding ``|`` above a
+line that could be a table's delimiter row; a heading whose text a link
+reference definition might change (headings_labels says which it settles).
 
 tests/test_headings_scan.py compares it with the full parse on generated
 documents, this repository's Markdown and the vendored RFCs;
@@ -59,14 +54,27 @@ from governance.core.headings_blocks import (
     DEEPEST,
     MARKER,
     TooDeep,
+    blank_before,
+    cannot_interrupt,
+    end_of_line,
     html_end,
     html_kind,
     is_rule,
     item_lines,
+    next_line,
+    plain_title,
     quote_lines,
+    shifted,
     too_deep,
 )
-from governance.core.headings_labels import TITLE_NEXT, TRIM, Labels, in_paragraph, provable
+from governance.core.headings_labels import (
+    TITLE_NEXT,
+    TRIM,
+    Labels,
+    atx_content,
+    in_paragraph,
+    provable,
+)
 
 # Each pattern starts with a literal line feed (the text is searched with one
 # prepended), which lets the regex engine skip ahead to line starts: about 30
@@ -181,9 +189,9 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
         if ref is not None:
             # A definition the scan proves, at the top level where a block
             # starts; any other line starting with a bracket is text.
-            line_end = _line_end(text, start)
-            after = start - 1 == settled or _blank_before(text, start)
-            if loose and len(indent) <= 1 and _blank_before(text, start):
+            line_end = end_of_line(text, start)
+            after = start - 1 == settled or blank_before(text, start)
+            if loose and len(indent) <= 1 and blank_before(text, start):
                 loose = False  # at column 0 or 1 after a blank line: no item holds it
             if (
                 levels == 0
@@ -218,18 +226,18 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             raise TooDeep
         if item is not None:
             inner = listed = None
-            after = start - 1 == settled or _blank_before(text, start)
-            line_end = _line_end(text, start)
-            if "|" in text[start:line_end] and _DELIMITER_ROW.fullmatch(_next_line(text, line_end)):
+            after = start - 1 == settled or blank_before(text, start)
+            line_end = end_of_line(text, start)
+            if "|" in text[start:line_end] and _DELIMITER_ROW.fullmatch(next_line(text, line_end)):
                 return None  # a table's header row, perhaps (tried before a list)
             if (
                 not inset
                 and not _OPENS_BLOCK.match(text, end)
                 and _SIBLING[len(indent)].match(text, line_end)
                 and (
-                    not _cannot_interrupt(text, start + len(indent), item)
+                    not cannot_interrupt(text, start + len(indent), item)
                     or start - 1 == settled
-                    or _blank_before(text, start)
+                    or blank_before(text, start)
                 )
             ):
                 # One line of text, then an item of this list or an outer one
@@ -241,7 +249,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             if not (
                 inset
                 or is_rule(text[start + len(indent) : line_end])
-                or (not after and _cannot_interrupt(text, start + len(indent), item))
+                or (not after and cannot_interrupt(text, start + len(indent), item))
             ):
                 listed = item_lines(text, start + len(indent), len(indent))
                 if listed is not None:
@@ -257,7 +265,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                 loose = loose or not (inset or is_rule(text[start + len(indent) : line_end]))
                 match = search(text, end)
                 continue
-            found += _shifted(inner, line)
+            found += shifted(inner, line)
             settled = listed[1]
             match = search(text, settled)
             continue
@@ -270,7 +278,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                 continue  # indented code, or a paragraph's text
             if len(indent) > (3 if not loose else 1) or "\t" in indent:
                 return None
-            after = start - 1 == settled or _blank_before(text, start)
+            after = start - 1 == settled or blank_before(text, start)
             # A tag alone on a line (an HTML block of kind 7) may not end a
             # paragraph: after a line sure to be one's, it is its text.
             paragraph = block == "<" and not after and in_paragraph(text, start, settled, previous)
@@ -288,7 +296,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             if levels == 0 and block == "<" and closed[2]:
                 labels.opaque.append((start, closed[0]))  # an HTML block defines nothing
             end, inner, settles = closed
-            found += _shifted(inner, line)
+            found += shifted(inner, line)
             if settles:
                 settled = end
                 # At column 0 or 1, a block (no paragraph's line) has ended
@@ -307,8 +315,8 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
                     inset
                     or loose  # its line may be a list item's, the underline a lazy line
                     or previous == before + 1  # the pattern matched it: no plain line
-                    or not _plain_title(title)
-                    or not (before == settled or _blank_before(text, before + 1))
+                    or not plain_title(title)
+                    or not (before == settled or blank_before(text, before + 1))
                 ):
                     return None
                 found.append((line - 1, line, 1 if under[0] == "=" else 2, title.strip(TRIM)))
@@ -320,7 +328,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             if loose:
                 return None  # it may be a list item's
             continue  # indented code, or a paragraph's text: no heading, no fence
-        if "|" in text[start:end] and _DELIMITER_ROW.fullmatch(_next_line(text, end)):
+        if "|" in text[start:end] and _DELIMITER_ROW.fullmatch(next_line(text, end)):
             return None  # a table's header row, perhaps
         if marker is not None:
             if marker[0] == "`" and "`" in info:
@@ -330,7 +338,7 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
             fence_end = end
             loose = loose and fence_indent > 1  # as a block at column 0 or 1 does
             continue
-        content = _content(rest or "")
+        content = atx_content(rest or "")
         found.append((line, line, len(atx), content))
         settled = end
         loose = loose and len(indent) > 1  # as a block at column 0 or 1 does
@@ -339,36 +347,6 @@ def _scan(  # noqa: C901, PLR0912, PLR0915 (one pass of a line state machine; to
     if fence is not None and levels == 0:
         labels.opaque.append((fence_end, len(text)))  # a fence open to the end
     return found
-
-
-def _plain_title(line: str) -> bool:
-    # A line that can only be a paragraph's (the pattern matched none of its
-    # other blocks): not indented 4 or more, no thematic break, no table's
-    # header, no link reference definition.
-    body = line.lstrip(" ")
-    return (
-        len(line) - len(body) <= 3
-        and not body.startswith(("\t", "["))
-        and "|" not in body
-        and not is_rule(body)
-    )
-
-
-def _cannot_interrupt(text: str, start: int, marker: str) -> bool:
-    # A list item may end a paragraph only if it has content, and an ordered
-    # one only if it starts at 1.
-    content = text[start + len(marker) : _line_end(text, start)]
-    return not content.strip(" \t") or (marker[0].isdigit() and int(marker[:-1]) != 1)
-
-
-def _shifted(inner: list[tuple[int, int, int, str]], line: int) -> list[tuple[int, int, int, str]]:
-    # The headings of a block's content, numbered from its first line ``line``.
-    return [(line + a - 1, line + b - 1, level, content) for a, b, level, content in inner]
-
-
-def _blank_before(text: str, start: int) -> bool:
-    # The line before the one at ``start`` is blank, or there is none.
-    return start <= 1 or not text[text.rfind("\n", 0, start - 1) + 1 : start - 1].strip(" \t")
 
 
 def _block(
@@ -386,8 +364,8 @@ def _block(
     (not a paragraph's line, which a tag alone may not interrupt: so it is
     where ``paragraph`` says the line before is sure to be one's); None to
     decline."""
-    line_end = _line_end(text, start)
-    if "|" in text[start:line_end] and _DELIMITER_ROW.fullmatch(_next_line(text, line_end)):
+    line_end = end_of_line(text, start)
+    if "|" in text[start:line_end] and _DELIMITER_ROW.fullmatch(next_line(text, line_end)):
         return None  # a table's header row, perhaps
     if kind == "<":
         html = html_kind(text[start:line_end])
@@ -418,25 +396,3 @@ def _block(
         return None
     inner = _scan("\n" + "\n".join(lines), labels, levels + 1)
     return None if inner is None else (end, inner, True)
-
-
-def _line_end(text: str, at: int) -> int:
-    end = text.find("\n", at)
-    return len(text) if end < 0 else end
-
-
-def _next_line(text: str, end: int) -> str:
-    stop = text.find("\n", end + 1)
-    return text[end + 1 : stop if stop >= 0 else len(text)]
-
-
-def _content(rest: str) -> str:
-    # markdown-it's ATX rule: drop trailing spaces and tabs, then a closing run
-    # of '#' when a space or tab precedes it, then trim.
-    end = len(rest.rstrip(" \t"))
-    closing = end
-    while closing > 0 and rest[closing - 1] == "#":
-        closing -= 1
-    if closing < end and (closing == 0 or rest[closing - 1] in " \t"):
-        end = closing
-    return rest[:end].strip(TRIM)
