@@ -58,7 +58,7 @@ class Labels:
     either defined by a proved definition or by no line at all is settled
     (its text rendered with those definitions), any other is not."""
 
-    __slots__ = ("_found", "_keys", "_searched", "_text", "disproved", "opaque", "proved")
+    __slots__ = ("_found", "_searched", "_text", "disproved", "opaque", "proved")
 
     def __init__(self, text: str) -> None:
         self._text = text
@@ -66,7 +66,6 @@ class Labels:
         # with the label; None when one spans lines.
         self._found: list[tuple[int, str]] | None = None
         self._searched = False
-        self._keys: frozenset[str] | None = None
         # The definitions the scan proved, by the line feed before each, and
         # the lines it proved are none (a paragraph's).
         self.proved: dict[int, str] = {}
@@ -80,18 +79,6 @@ class Labels:
             self._found = definitions(self._text)
             self._searched = True
         return self._found
-
-    def may_reference(self, content: str) -> bool:
-        """Whether a link of this heading could name a label a line of the
-        text could define (the keys found once)."""
-        if "[" not in content:
-            return False
-        if self._keys is None:
-            found = self._definitions()
-            self._keys = (
-                None if found is None else frozenset(k for _, label in found for k in _keys(label))
-            )
-        return may_reference(content, self._keys)
 
     def unsettled(self, content: str) -> bool:
         """Whether a link of this heading could name a label that a line the
