@@ -24,6 +24,13 @@ def scanned(text: str) -> list[tuple[int, int, int, str]] | None:
     return scan_headings(_blank_front_matter(text.removeprefix("\ufeff")))
 
 
+def answers_as_the_parse(text: str, answers: bool) -> None:
+    """The scan answers ``text`` (or declines it, ``answers`` False), and
+    parse_headings gives the full parse's headings either way."""
+    assert (scanned(text) is not None) is answers
+    assert parse_headings(text) == _parse_fully(text)
+
+
 # The pieces generated documents are made of: every construct that can change
 # what a line means (containers, fences, indentation, setext, tables, link
 # definitions, HTML), so the differential test meets the cases the scan must
@@ -435,8 +442,7 @@ def test_a_long_run_of_list_markers_is_declined_in_bounded_memory(marker: str) -
 def test_an_inline_link_s_label_is_no_reference(heading: str, answers: bool) -> None:
     # Defined in a quote, where the scan proves no definition.
     text = f"{heading}\n\nbody\n\n> [Active RFC List]: ../README.md#active-rfc-list\n"
-    assert (scanned(text) is not None) is answers
-    assert parse_headings(text) == _parse_fully(text)
+    answers_as_the_parse(text, answers)
 
 
 @pytest.mark.parametrize(
@@ -455,8 +461,7 @@ def test_an_inline_link_s_label_is_no_reference(heading: str, answers: bool) -> 
 )
 def test_brackets_in_code_spans_open_no_link(heading: str, answers: bool) -> None:
     text = f"{heading}\n\n```toml\n[replace]\n```\n\n> [replace]: https://x\n"
-    assert (scanned(text) is not None) is answers
-    assert parse_headings(text) == _parse_fully(text)
+    answers_as_the_parse(text, answers)
 
 
 @pytest.mark.parametrize(
@@ -481,8 +486,7 @@ def test_a_block_at_column_0_ends_a_list_the_scan_did_not_bound(
 ) -> None:
     # The first item continues lazily: the scan cannot bound it.
     text = f"- item\nlazy line\n\n{between}\n    <div>\n"
-    assert (scanned(text) is not None) is answers
-    assert parse_headings(text) == _parse_fully(text)
+    answers_as_the_parse(text, answers)
 
 
 @pytest.mark.parametrize(
@@ -580,5 +584,4 @@ def test_a_tag_alone_after_a_paragraph_s_line_is_its_text(text: str) -> None:
     ],
 )
 def test_a_heading_s_brackets_are_judged_by_every_definition(text: str, answers: bool) -> None:
-    assert (scanned(text) is not None) is answers
-    assert parse_headings(text) == _parse_fully(text)
+    answers_as_the_parse(text, answers)
